@@ -1,0 +1,37 @@
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace quern {
+
+// An atom's text is at most 10 characters in CAF 0.17; the C++ names say
+// what the message means.
+
+// -- queue operations (tf-semantics section 1) --
+using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
+using enqueue_many_atom = caf::atom_constant<caf::atom("enq_many")>;
+using dequeue_atom = caf::atom_constant<caf::atom("dequeue")>;
+using dequeue_many_atom = caf::atom_constant<caf::atom("deq_many")>;
+using dequeue_up_to_atom = caf::atom_constant<caf::atom("deq_up_to")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+using size_atom = caf::atom_constant<caf::atom("size")>;
+using is_closed_atom = caf::atom_constant<caf::atom("is_closed")>;
+using spec_atom = caf::atom_constant<caf::atom("spec")>;
+
+// -- the streaming (credit) protocol of design.md rule 5 --
+/// producer -> queue: rows to store, each an enqueue attempt in order.
+using push_atom = caf::atom_constant<caf::atom("push")>;
+/// queue -> producer: how many rows of one push were stored, and why not all.
+using pushed_atom = caf::atom_constant<caf::atom("pushed")>;
+/// consumer -> queue: grant demand for up to n rows.
+using pull_atom = caf::atom_constant<caf::atom("pull")>;
+/// queue -> consumer: 1..n rows, or none and the reason (e.g. out_of_range).
+using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
+/// consumer -> queue: rows it received but will not take; they go back to
+/// the front of the queue.
+using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
+
+// -- internal to an actor: a deadline of one pending attempt expired --
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+
+} // namespace quern

@@ -1,0 +1,107 @@
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+
+namespace quern {
+
+/// TensorFlow's status codes (tf-semantics C-1), with the same numbers, as one
+/// CAF error category. Every quern failure is a caf::error of this category
+/// whose context carries a readable message, e.g.
+/// `FIFOQueue 'q' is closed and has insufficient elements (requested 1, current size 0)`.
+enum class error_code : uint8_t {
+  cancelled = 1,
+  unknown = 2,
+  invalid_argument = 3,
+  deadline_exceeded = 4,
+  not_found = 5,
+  already_exists = 6,
+  permission_denied = 7,
+  resource_exhausted = 8,
+  failed_precondition = 9,
+  aborted = 10,
+  out_of_range = 11,
+  unimplemented = 12,
+  internal = 13,
+  unavailable = 14,
+  data_loss = 15,
+  unauthenticated = 16,
+};
+
+/// The CAF error category of quern's errors.
+constexpr caf::atom_value error_category = caf::atom("quern");
+
+/// TensorFlow's upper-camel name: "OutOfRange", "Cancelled", ...
+const char* error_code_name(error_code c);
+
+/// A quern error: category quern, the code, and `message` as context.
+caf::error make_error(error_code code, std::string message);
+
+/// The code of a quern error; error_code::unknown for other categories.
+error_code code_of(const caf::error& e);
+
+/// Whether `e` is a quern error with code `c`.
+bool is(const caf::error& e, error_code c);
+
+/// The readable message of a quern error (its context string); for errors of
+/// other categories a rendering of category and code.
+std::string message_of(const caf::error& e);
+
+/// `OutOfRange: <message>` -- used by the error renderer registered with CAF.
+std::string render(const caf::error& e);
+
+/// Exceptions thrown by blocking handles and validation functions; named
+/// after TensorFlow's `tf.errors.*Error` classes.
+class op_error : public std::runtime_error {
+public:
+  op_error(error_code code, const std::string& message);
+  error_code code() const noexcept { return code_; }
+  /// The same error as a caf::error.
+  caf::error to_error() const;
+
+private:
+  error_code code_;
+};
+
+#define QUERN_DECLARE_OP_ERROR(cls, code_value)                                          \
+  class cls : public op_error {                                                          \
+  public:                                                                                \
+    explicit cls(const std::string& message)                                             \
+        : op_error(error_code::code_value, message) {}                                   \
+  };
+
+QUERN_DECLARE_OP_ERROR(cancelled_error, cancelled)
+QUERN_DECLARE_OP_ERROR(unknown_error, unknown)
+QUERN_DECLARE_OP_ERROR(invalid_argument_error, invalid_argument)
+QUERN_DECLARE_OP_ERROR(deadline_exceeded_error, deadline_exceeded)
+QUERN_DECLARE_OP_ERROR(not_found_error, not_found)
+QUERN_DECLARE_OP_ERROR(already_exists_error, already_exists)
+QUERN_DECLARE_OP_ERROR(permission_denied_error, permission_denied)
+QUERN_DECLARE_OP_ERROR(resource_exhausted_error, resource_exhausted)
+QUERN_DECLARE_OP_ERROR(failed_precondition_error, failed_precondition)
+QUERN_DECLARE_OP_ERROR(aborted_error, aborted)
+QUERN_DECLARE_OP_ERROR(out_of_range_error, out_of_range)
+QUERN_DECLARE_OP_ERROR(unimplemented_error, unimplemented)
+QUERN_DECLARE_OP_ERROR(internal_error, internal)
+QUERN_DECLARE_OP_ERROR(unavailable_error, unavailable)
+QUERN_DECLARE_OP_ERROR(data_loss_error, data_loss)
+QUERN_DECLARE_OP_ERROR(unauthenticated_error, unauthenticated)
+
+#undef QUERN_DECLARE_OP_ERROR
+
+/// Throws the op_error subclass that matches `e`. Errors of other categories
+/// (e.g. a CAF error such as an unreachable actor) become unavailable_error
+/// or unknown_error with CAF's rendering as the message.
+[[noreturn]] void throw_error(const caf::error& e);
+
+/// Converts the exception in flight (any std::exception) into a caf::error:
+/// an op_error keeps its code, anything else becomes error_code::unknown with
+/// what() as message.
+caf::error error_from_exception(std::exception_ptr ep);
+
+} // namespace quern

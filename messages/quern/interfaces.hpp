@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/timespan.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "quern/atoms.hpp"
+#include "quern/element.hpp"
+#include "quern/queue_spec.hpp"
+
+namespace quern {
+
+/// Passed as the `timeout` of an enqueue or dequeue attempt: wait as long as
+/// it takes. A finite timeout is enforced by the queue itself (design.md rule
+/// 2): it answers deadline_exceeded and keeps every element; clients request
+/// with caf::infinite so that CAF never drops a late reply.
+constexpr caf::timespan wait_forever = caf::timespan::max();
+
+/// The interface of every queue actor (FIFO, random-shuffle, padding, priority).
+///
+/// Strict TensorFlow operations: one request, one reply when the attempt
+/// completes (tf-semantics section 1). Failures are quern errors (error.hpp).
+///   enqueue(element, timeout)            -> rows stored (1)
+///   enqueue_many(batch, timeout)         -> rows stored (batch size)
+///   dequeue(timeout)                     -> element
+///   dequeue_many(n, timeout)             -> batch of n rows
+///   dequeue_up_to(n, timeout)            -> batch of 1..n rows (n once open)
+///   close(cancel_pending_enqueues)       -> true once the close took effect
+///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
+///
+/// Streaming (credit) protocol, one-way messages (design.md rule 5):
+///   push(rows)     each row an enqueue attempt; the queue answers the sender
+///                  with pushed(stored, error) once the whole push completed
+///                  or failed (error is none when all rows were stored).
+///   pull(n)        a dequeue-side attempt that completes as soon as it holds
+///                  at least one row; the queue answers pulled(rows, error),
+///                  error out_of_range once closed and empty.
+///   give_back(rows) rows a consumer received and will not take; they return
+///                  to the front of the queue in order.
+///   deadline(id)   internal: a pending attempt's timeout expired.
+using queue_actor = caf::typed_actor<
+    caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
+    caf::replies_to<enqueue_many_atom, element, caf::timespan>::with<int32_t>,
+    caf::replies_to<dequeue_atom, caf::timespan>::with<element>,
+    caf::replies_to<dequeue_many_atom, int32_t, caf::timespan>::with<element>,
+    caf::replies_to<dequeue_up_to_atom, int32_t, caf::timespan>::with<element>,
+    caf::replies_to<close_atom, bool>::with<bool>,
+    caf::replies_to<size_atom>::with<int32_t>,
+    caf::replies_to<is_closed_atom>::with<bool>,
+    caf::replies_to<spec_atom>::with<queue_spec>,
+    caf::reacts_to<push_atom, std::vector<element>>, caf::reacts_to<pull_atom, int32_t>,
+    caf::reacts_to<give_back_atom, std::vector<element>>,
+    caf::reacts_to<deadline_atom, uint64_t>>;
+
+} // namespace quern

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+
+namespace quern {
+
+/// Registers every quern message type and quern's error category (with a
+/// renderer that keeps the readable message) with `cfg`. Call it once on
+/// every actor_system_config that runs quern actors; quern::config does.
+void add_message_types(caf::actor_system_config& cfg);
+
+/// An actor_system_config with quern's types and error category registered.
+class config : public caf::actor_system_config {
+public:
+  config();
+};
+
+} // namespace quern

@@ -1,0 +1,240 @@
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/none.hpp>
+
+#include "quern/dtype.hpp"
+#include "quern/error.hpp"
+#include "quern/tensor_shape.hpp"
+
+namespace quern {
+
+/// A read-only view of a tensor's values (C++17 has no std::span).
+template <class T>
+class array_view {
+public:
+  array_view(const T* data, size_t size) : data_(data), size_(size) {}
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  std::vector<T> to_vector() const { return std::vector<T>(begin(), end()); }
+
+private:
+  const T* data_;
+  size_t size_;
+};
+
+namespace detail {
+
+/// Storage shared by every tensor that views it. Numeric values live in
+/// `bytes` (little-endian host layout), strings in `strings`.
+struct tensor_buffer {
+  std::vector<unsigned char> bytes;
+  std::vector<std::string> strings;
+};
+
+/// What a tensor looks like on the wire (CAF serialization).
+struct tensor_wire {
+  uint8_t type = static_cast<uint8_t>(dtype::float32);
+  tensor_shape shape;
+  std::vector<uint8_t> bytes;
+  std::vector<std::string> strings;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, tensor_wire& x) {
+    return f(x.type, x.shape, x.bytes, x.strings);
+  }
+};
+
+} // namespace detail
+
+/// A dtype, a fully defined shape and an immutable buffer shared between
+/// copies: copying a tensor (or passing it between actors) copies no values.
+/// Numeric scalars are stored inline and need no allocation at all. Slicing
+/// rows (`row`, `rows`) gives views of the same buffer.
+class tensor {
+public:
+  /// A float32 scalar 0 (CAF needs default-constructible message types).
+  tensor();
+
+  template <class T>
+  static tensor scalar(T value);
+  static tensor scalar(const char* value) { return scalar(std::string(value)); }
+
+  /// A rank-1 tensor holding `values`.
+  template <class T>
+  static tensor vector(std::vector<T> values);
+
+  /// A tensor of `shape` holding `values` in row-major order. Throws
+  /// invalid_argument_error when the shape is not fully defined or the number
+  /// of values does not match it.
+  template <class T>
+  static tensor from_values(tensor_shape shape, std::vector<T> values);
+
+  /// Zeros (false, empty strings) of the given dtype and shape.
+  static tensor zeros(dtype type, const tensor_shape& shape);
+
+  dtype type() const { return type_; }
+  const tensor_shape& shape() const { return shape_; }
+  int64_t num_elements() const { return shape_.num_elements(); }
+  /// Size of the leading dimension; throws invalid_argument_error for a scalar.
+  int64_t dim0() const;
+
+  /// The single value of a scalar (or one-element) tensor. Throws
+  /// invalid_argument_error on a dtype mismatch or more than one value.
+  template <class T>
+  T scalar_value() const;
+
+  /// All values, row-major. Throws invalid_argument_error on a dtype mismatch.
+  template <class T>
+  array_view<T> values() const;
+
+  template <class T>
+  std::vector<T> to_vector() const {
+    return values<T>().to_vector();
+  }
+
+  /// Row `i` along the leading dimension, as a view (no copy).
+  tensor row(int64_t i) const;
+  /// Rows [begin, begin+count) as a view (no copy).
+  tensor rows(int64_t begin, int64_t count) const;
+
+  /// Stacks tensors of one dtype and shape S into a tensor of shape [n]+S.
+  /// When the rows are consecutive views of one buffer the result is a view
+  /// too; otherwise values are copied once. Throws invalid_argument_error on
+  /// mixed dtypes or shapes. `rows` must not be empty; give `row_shape` and
+  /// `type` through stack_or_empty for the n == 0 case.
+  static tensor stack(const std::vector<tensor>& rows);
+  static tensor stack_or_empty(const std::vector<tensor>& rows, dtype type,
+                               const tensor_shape& row_shape);
+
+  /// Copies this tensor into the top-left corner of a zero tensor of
+  /// `target` shape (same rank, every dimension >= ours). Used by padding.
+  tensor padded_to(const tensor_shape& target) const;
+
+  /// Whether both tensors view the same buffer (for tests of zero-copy paths).
+  bool shares_buffer_with(const tensor& other) const;
+
+  /// `int64[2,3]{1, 2, 3, 4, 5, 6}`; at most `max_values` values are shown.
+  std::string to_string(size_t max_values = 8) const;
+
+  friend bool operator==(const tensor& a, const tensor& b);
+  friend bool operator!=(const tensor& a, const tensor& b) { return !(a == b); }
+
+  detail::tensor_wire to_wire() const;
+  /// Validates a wire form; throws invalid_argument_error on inconsistency.
+  static tensor from_wire(detail::tensor_wire w);
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, tensor& x) {
+    if constexpr (Inspector::reads_state) {
+      auto w = x.to_wire();
+      return f(caf::meta::type_name("quern::tensor"), w);
+    } else {
+      detail::tensor_wire w;
+      auto load = [&]() -> caf::error {
+        try {
+          x = tensor::from_wire(std::move(w));
+          return caf::none;
+        } catch (const op_error& e) {
+          return e.to_error();
+        }
+      };
+      return f(caf::meta::type_name("quern::tensor"), w, caf::meta::load_callback(load));
+    }
+  }
+
+private:
+  tensor(dtype type, tensor_shape shape, std::shared_ptr<const detail::tensor_buffer> buf,
+         int64_t offset);
+
+  static void check_count(const tensor_shape& shape, size_t count);
+  void check_type(dtype requested) const;
+  const unsigned char* raw() const;
+  int64_t row_elements() const;
+  tensor reshaped_row() const;
+
+  dtype type_ = dtype::float32;
+  tensor_shape shape_;
+  std::shared_ptr<const detail::tensor_buffer> buf_; // null: numeric scalar stored inline
+  int64_t offset_ = 0;                               // in values, into buf_
+  alignas(8) unsigned char inline_[8] = {};
+};
+
+std::string to_string(const tensor& t);
+
+// -- template implementations -------------------------------------------------
+
+template <class T>
+tensor tensor::scalar(T value) {
+  using V = std::decay_t<T>;
+  if constexpr (std::is_same_v<V, std::string>) {
+    auto buf = std::make_shared<detail::tensor_buffer>();
+    buf->strings.push_back(std::move(value));
+    return tensor(dtype::string, tensor_shape{}, std::move(buf), 0);
+  } else {
+    static_assert(sizeof(V) <= 8, "unsupported scalar type");
+    tensor t;
+    t.type_ = dtype_of_v<V>;
+    std::memcpy(t.inline_, &value, sizeof(V));
+    return t;
+  }
+}
+
+template <class T>
+tensor tensor::vector(std::vector<T> values) {
+  auto n = static_cast<int64_t>(values.size());
+  return from_values(tensor_shape{n}, std::move(values));
+}
+
+template <class T>
+tensor tensor::from_values(tensor_shape shape, std::vector<T> values) {
+  check_count(shape, values.size());
+  auto buf = std::make_shared<detail::tensor_buffer>();
+  if constexpr (std::is_same_v<T, std::string>) {
+    buf->strings = std::move(values);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    buf->bytes.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      buf->bytes[i] = values[i] ? 1 : 0;
+  } else {
+    buf->bytes.resize(values.size() * sizeof(T));
+    if (!values.empty())
+      std::memcpy(buf->bytes.data(), values.data(), buf->bytes.size());
+  }
+  return tensor(dtype_of_v<T>, std::move(shape), std::move(buf), 0);
+}
+
+template <class T>
+array_view<T> tensor::values() const {
+  check_type(dtype_of_v<T>);
+  auto n = static_cast<size_t>(num_elements());
+  if constexpr (std::is_same_v<T, std::string>) {
+    return array_view<T>(buf_->strings.data() + offset_, n);
+  } else {
+    return array_view<T>(reinterpret_cast<const T*>(raw()), n);
+  }
+}
+
+template <class T>
+T tensor::scalar_value() const {
+  auto v = values<T>();
+  if (v.size() != 1)
+    throw invalid_argument_error("expected a scalar, got a tensor of shape " +
+                                 shape_.to_string());
+  return v[0];
+}
+
+} // namespace quern

@@ -1,0 +1,35 @@
+#include "quern/messages.hpp"
+
+#include <caf/message.hpp>
+
+#include "quern/element.hpp"
+#include "quern/error.hpp"
+#include "quern/interfaces.hpp"
+#include "quern/queue_spec.hpp"
+#include "quern/tensor.hpp"
+
+namespace quern {
+
+void add_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<tensor_shape>("quern::tensor_shape");
+  cfg.add_message_type<tensor>("quern::tensor");
+  cfg.add_message_type<element>("quern::element");
+  cfg.add_message_type<std::vector<element>>("std::vector<quern::element>");
+  cfg.add_message_type<queue_options>("quern::queue_options");
+  cfg.add_message_type<queue_spec>("quern::queue_spec");
+  cfg.add_message_type<queue_actor>("quern::queue_actor");
+  // CAF's default renderer drops the context; ours keeps the readable text.
+  cfg.add_error_category(error_category,
+                         [](uint8_t code, caf::atom_value, const caf::message& ctx) {
+                           std::string s = error_code_name(static_cast<error_code>(code));
+                           if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+                             s += ": " + ctx.get_as<std::string>(0);
+                           return s;
+                         });
+}
+
+config::config() {
+  quern::add_message_types(*this);
+}
+
+} // namespace quern

@@ -1,0 +1,97 @@
+#include <catch2/catch.hpp>
+
+#include <caf/actor_system.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "quern/error.hpp"
+#include "quern/messages.hpp"
+#include "quern/queue_spec.hpp"
+
+using namespace quern;
+
+namespace {
+
+template <class T>
+T round_trip(const T& x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  auto copy = x;
+  if (auto err = sink(copy))
+    FAIL("serialization failed: " << caf::to_string(err));
+  T result;
+  caf::binary_deserializer source{nullptr, buf};
+  if (auto err = source(result))
+    FAIL("deserialization failed: " << caf::to_string(err));
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("every message type round-trips through CAF's binary serializer",
+          "[serialization]") {
+  CHECK(round_trip(tensor_shape({2, -1})) == tensor_shape({2, -1}));
+  CHECK(round_trip(tensor_shape::unknown_rank()) == tensor_shape::unknown_rank());
+  for (auto& t : {tensor::scalar(int64_t{-3}), tensor::scalar(1.5), tensor::scalar(true),
+                  tensor::scalar("text"), tensor::vector<uint8_t>({1, 2, 255}),
+                  tensor::from_values<float>({2, 2}, {1, 2, 3, 4}),
+                  tensor::from_values<int32_t>({3, 2}, {1, 2, 3, 4, 5, 6}).row(1)})
+    CHECK(round_trip(t) == t);
+  element e{tensor::scalar(7), tensor::vector<std::string>({"a", "b"})};
+  CHECK(round_trip(e) == e);
+  std::vector<element> rows{e, e};
+  CHECK(round_trip(rows) == rows);
+  queue_options o;
+  o.capacity = 4;
+  o.dtypes = {dtype::int32};
+  o.shapes = {tensor_shape{2}};
+  o.shared_name = "shared";
+  auto spec = make_queue_spec(queue_kind::random_shuffle, o);
+  auto spec2 = round_trip(spec);
+  CHECK(spec2.kind == queue_kind::random_shuffle);
+  CHECK(spec2.resource_name == "shared");
+  CHECK(spec2.shapes == spec.shapes);
+  auto o2 = round_trip(o);
+  CHECK(o2.shared_name == "shared");
+  CHECK(o2.dtypes == o.dtypes);
+}
+
+TEST_CASE("a corrupt tensor on the wire is refused with a named error",
+          "[serialization]") {
+  detail::tensor_wire w;
+  w.type = 9; // int64
+  w.shape = tensor_shape{2};
+  w.bytes = {1, 2, 3};
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  REQUIRE_FALSE(sink(w));
+  tensor t;
+  caf::binary_deserializer source{nullptr, buf};
+  auto err = source(t);
+  REQUIRE(err);
+  CHECK(is(err, error_code::invalid_argument));
+  CHECK(message_of(err) == "corrupt tensor: 3 bytes for 2 values of dtype int64");
+}
+
+TEST_CASE("errors keep their readable message", "[error]") {
+  auto err = make_error(error_code::out_of_range, "FIFOQueue 'q' is closed");
+  CHECK(is(err, error_code::out_of_range));
+  CHECK(message_of(err) == "FIFOQueue 'q' is closed");
+  CHECK(render(err) == "OutOfRange: FIFOQueue 'q' is closed");
+  CHECK_THROWS_AS(throw_error(err), out_of_range_error);
+  CHECK_THROWS_WITH(throw_error(err), "FIFOQueue 'q' is closed");
+  try {
+    throw_error(make_error(error_code::cancelled, "x"));
+  } catch (const op_error& e) {
+    CHECK(e.code() == error_code::cancelled);
+    CHECK(is(e.to_error(), error_code::cancelled));
+  }
+  auto from_std =
+      error_from_exception(std::make_exception_ptr(std::runtime_error("boom")));
+  CHECK(is(from_std, error_code::unknown));
+  CHECK(message_of(from_std) == "boom");
+  // Through a configured actor system the renderer keeps the message.
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  CHECK(sys.render(err) == "OutOfRange: FIFOQueue 'q' is closed");
+}

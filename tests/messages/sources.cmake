@@ -1,0 +1,6 @@
+quern_add_test_suite(test_messages
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/tensor_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/queue_spec_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/serialization_test.cpp
+  LIBS quern::messages)

@@ -1,0 +1,116 @@
+#include <catch2/catch.hpp>
+
+#include "quern/element.hpp"
+#include "quern/tensor.hpp"
+
+using namespace quern;
+
+TEST_CASE("tensor scalars are typed and printable", "[tensor]") {
+  auto t = tensor::scalar(int64_t{42});
+  CHECK(t.type() == dtype::int64);
+  CHECK(t.shape() == tensor_shape{});
+  CHECK(t.scalar_value<int64_t>() == 42);
+  CHECK(t.to_string() == "int64[]{42}");
+  auto s = tensor::scalar("hello");
+  CHECK(s.type() == dtype::string);
+  CHECK(s.scalar_value<std::string>() == "hello");
+  CHECK(tensor::scalar(true).scalar_value<bool>());
+  CHECK(tensor::scalar(2.5f).to_string() == "float[]{2.5}");
+}
+
+TEST_CASE("typed access with the wrong dtype fails clearly", "[tensor]") {
+  auto t = tensor::scalar(1.0f);
+  CHECK_THROWS_WITH(t.scalar_value<int64_t>(),
+                    "Type mismatch: tensor has dtype float, requested int64");
+  CHECK_THROWS_AS(t.values<double>(), invalid_argument_error);
+  auto v = tensor::vector<int32_t>({1, 2});
+  CHECK_THROWS_WITH(v.scalar_value<int32_t>(),
+                    "expected a scalar, got a tensor of shape [2]");
+}
+
+TEST_CASE("from_values checks the value count against the shape", "[tensor]") {
+  CHECK_THROWS_WITH(tensor::from_values<float>({2, 3}, {1, 2, 3}),
+                    "shape [2,3] needs 6 values, got 3");
+  CHECK_THROWS_WITH(tensor::from_values<float>(tensor_shape{-1, 3}, {}),
+                    "a tensor needs a fully defined shape, got [?,3]");
+  auto t = tensor::from_values<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(t.num_elements() == 6);
+  CHECK(t.to_string(3) == "float[2,3]{1, 2, 3, ...}");
+}
+
+TEST_CASE("copies and row views share the buffer", "[tensor]") {
+  auto t = tensor::from_values<int64_t>({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto copy = t;
+  CHECK(copy.shares_buffer_with(t));
+  auto r = t.row(1);
+  CHECK(r.shape() == tensor_shape{2});
+  CHECK(r.to_vector<int64_t>() == std::vector<int64_t>{3, 4});
+  CHECK(r.shares_buffer_with(t));
+  // Stacking consecutive views gives a view again: no copy.
+  auto back = tensor::stack({t.row(0), t.row(1), t.row(2)});
+  CHECK(back == t);
+  CHECK(back.shares_buffer_with(t));
+  // Stacking out of order copies.
+  auto swapped = tensor::stack({t.row(1), t.row(0)});
+  CHECK(swapped.to_vector<int64_t>() == std::vector<int64_t>{3, 4, 1, 2});
+  CHECK_FALSE(swapped.shares_buffer_with(t));
+}
+
+TEST_CASE("rows of a vector become inline scalars", "[tensor]") {
+  auto v = tensor::vector<int64_t>({7, 8, 9});
+  auto r = v.row(2);
+  CHECK(r.shape() == tensor_shape{});
+  CHECK(r.scalar_value<int64_t>() == 9);
+  CHECK_FALSE(r.shares_buffer_with(v));
+  CHECK(tensor::stack({v.row(0), v.row(1), v.row(2)}) == v);
+  CHECK_THROWS_WITH(v.row(3), "rows [3, 4) out of range for leading dimension 3");
+  CHECK_THROWS_WITH(tensor::scalar(1).row(0), "a scalar has no leading dimension");
+}
+
+TEST_CASE("stack refuses mixed dtypes and shapes", "[tensor]") {
+  CHECK_THROWS_WITH(tensor::stack({tensor::scalar(1), tensor::scalar(1.0f)}),
+                    "cannot stack: row 1 has dtype float, expected int32");
+  CHECK_THROWS_WITH(
+      tensor::stack({tensor::vector<int32_t>({1}), tensor::vector<int32_t>({1, 2})}),
+      "cannot stack: row 1 has shape [2], expected [1]");
+  auto empty = tensor::stack_or_empty({}, dtype::float32, tensor_shape{3});
+  CHECK(empty.shape() == tensor_shape({0, 3}));
+}
+
+TEST_CASE("padding copies into the top-left corner", "[tensor]") {
+  auto t = tensor::from_values<int32_t>({2, 2}, {1, 2, 3, 4});
+  auto p = t.padded_to(tensor_shape{3, 3});
+  CHECK(p.to_vector<int32_t>() == std::vector<int32_t>{1, 2, 0, 3, 4, 0, 0, 0, 0});
+  auto s = tensor::from_values<std::string>({1}, {"a"}).padded_to(tensor_shape{2});
+  CHECK(s.to_vector<std::string>() == std::vector<std::string>{"a", ""});
+  CHECK_THROWS_AS(t.padded_to(tensor_shape{1, 3}), invalid_argument_error);
+}
+
+TEST_CASE("equality compares dtype, shape and values", "[tensor]") {
+  CHECK(tensor::scalar(1) == tensor::scalar(1));
+  CHECK(tensor::scalar(1) != tensor::scalar(2));
+  CHECK(tensor::scalar(1) != tensor::scalar(int64_t{1}));
+  CHECK(tensor::vector<int32_t>({1, 2}) != tensor::from_values<int32_t>({2, 1}, {1, 2}));
+}
+
+TEST_CASE("shapes print as TensorFlow prints them (C-2)", "[tensor][C-2]") {
+  CHECK(tensor_shape{}.to_string() == "[]");
+  CHECK(tensor_shape({3, 4}).to_string() == "[3,4]");
+  CHECK(tensor_shape({-1, 2}).to_string() == "[?,2]");
+  CHECK(tensor_shape::unknown_rank().to_string() == "<unknown>");
+  CHECK(tensor_shape({-1, 2}).compatible_with(tensor_shape{5, 2}));
+  CHECK_FALSE(tensor_shape({-1, 2}).compatible_with(tensor_shape{1, 3}));
+  CHECK_FALSE(tensor_shape({-1, 2}).compatible_with(tensor_shape{2}));
+}
+
+TEST_CASE("elements stack into batches and split into rows", "[element]") {
+  element a{tensor::scalar(int64_t{1}), tensor::scalar("a")};
+  element b{tensor::scalar(int64_t{2}), tensor::scalar("b")};
+  auto batch = stack_elements({a, b});
+  CHECK(batch.batch_size() == 2);
+  CHECK(batch.row(0) == a);
+  CHECK(batch.row(1) == b);
+  CHECK(to_string(a) == "(int64[]{1}, string[]{\"a\"})");
+  CHECK_THROWS_WITH(stack_elements({a, element{tensor::scalar(int64_t{3})}}),
+                    "cannot stack: element 1 has 1 components, expected 2");
+}
