@@ -105,3 +105,12 @@ QUERN_DECLARE_OP_ERROR(unauthenticated_error, unauthenticated)
 caf::error error_from_exception(std::exception_ptr ep);
 
 } // namespace quern
+
+namespace quern {
+
+/// An exception handler for event-based actors that keeps what() (CAF 0.17's
+/// default turns an exception into a bare error): install it with
+/// `self->set_exception_handler(quern::keep_exception_message);`.
+caf::error keep_exception_message(caf::scheduled_actor*, std::exception_ptr& ep);
+
+} // namespace quern

@@ -141,3 +141,11 @@ caf::error error_from_exception(std::exception_ptr ep) {
 }
 
 } // namespace quern
+
+namespace quern {
+
+caf::error keep_exception_message(caf::scheduled_actor*, std::exception_ptr& ep) {
+  return error_from_exception(ep);
+}
+
+} // namespace quern

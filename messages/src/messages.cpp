@@ -2,6 +2,7 @@
 
 #include <caf/message.hpp>
 
+#include "quern/detail/registration.hpp"
 #include "quern/element.hpp"
 #include "quern/error.hpp"
 #include "quern/interfaces.hpp"
@@ -10,7 +11,9 @@
 
 namespace quern {
 
-void add_message_types(caf::actor_system_config& cfg) {
+namespace detail {
+
+void add_queue_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tensor_shape>("quern::tensor_shape");
   cfg.add_message_type<tensor>("quern::tensor");
   cfg.add_message_type<element>("quern::element");
@@ -26,6 +29,14 @@ void add_message_types(caf::actor_system_config& cfg) {
                              s += ": " + ctx.get_as<std::string>(0);
                            return s;
                          });
+}
+
+} // namespace detail
+
+void add_message_types(caf::actor_system_config& cfg) {
+  detail::add_queue_message_types(cfg);
+  detail::add_summary_message_types(cfg);
+  detail::add_coordination_message_types(cfg);
 }
 
 config::config() {

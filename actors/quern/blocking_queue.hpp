@@ -1,0 +1,107 @@
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/interfaces.hpp"
+
+namespace quern {
+
+/// A blocking handle on a queue actor for plain `main()` code or detached
+/// actors (never call it from an event-based actor: it blocks its thread).
+/// Every call maps to one strict TensorFlow operation and throws the op_error
+/// subclass named after TensorFlow's error (out_of_range_error, ...).
+/// A timeout is enforced by the queue (deadline_exceeded_error); the handle
+/// itself waits for the queue's answer, so no element is ever lost to a
+/// reply that came too late.
+class blocking_queue {
+public:
+  using timeout_type = std::chrono::nanoseconds;
+
+  blocking_queue(caf::actor_system& sys, queue_actor q);
+
+  const queue_actor& actor() const { return queue_; }
+
+  void enqueue(const element& e, timeout_type timeout = wait_forever);
+  void enqueue_many(const element& batch, timeout_type timeout = wait_forever);
+  element dequeue(timeout_type timeout = wait_forever);
+  element dequeue_many(int32_t n, timeout_type timeout = wait_forever);
+  element dequeue_up_to(int32_t n, timeout_type timeout = wait_forever);
+  void close(bool cancel_pending_enqueues = false);
+  int32_t size();
+  bool is_closed();
+  queue_spec spec();
+
+private:
+  caf::scoped_actor self_;
+  queue_actor queue_;
+};
+
+/// A producer on the streaming (credit) protocol, for single elements at
+/// high rate (design.md rule 5). push() returns as soon as the element is
+/// handed to the queue's stream; up to `window` elements may be in flight.
+/// flush() waits until every pushed element is stored and throws the first
+/// error (e.g. cancelled_error once the queue closed); stored() counts what
+/// the queue confirmed. The destructor flushes and swallows errors: call
+/// flush() to learn them.
+class queue_writer {
+public:
+  queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 256);
+  ~queue_writer();
+  queue_writer(const queue_writer&) = delete;
+  queue_writer& operator=(const queue_writer&) = delete;
+
+  void push(element e);
+  void flush();
+  /// Rows the queue confirmed as stored.
+  int64_t stored() const { return stored_; }
+
+private:
+  void send_pending();
+  void await_one();
+  void handle_ack(int32_t stored, const caf::error& err, size_t sent);
+
+  caf::scoped_actor self_;
+  queue_actor queue_;
+  size_t window_;
+  std::vector<element> pending_; // not sent yet
+  std::deque<size_t> in_flight_; // sizes of pushes awaiting an ack
+  size_t in_flight_rows_ = 0;
+  int64_t stored_ = 0;
+  caf::error error_;
+};
+
+/// A consumer on the streaming (credit) protocol: keeps demand for up to
+/// `window` rows granted and hands them out one at a time. pull() throws
+/// out_of_range_error once the queue is closed and drained. Rows received but
+/// not taken are given back to the front of the queue when the reader is
+/// destroyed, so none is ever lost.
+class queue_reader {
+public:
+  queue_reader(caf::actor_system& sys, queue_actor q, size_t window = 256);
+  ~queue_reader();
+  queue_reader(const queue_reader&) = delete;
+  queue_reader& operator=(const queue_reader&) = delete;
+
+  element pull();
+  /// Like pull(), but returns nullopt on end of data instead of throwing.
+  std::optional<element> try_pull();
+
+private:
+  void grant();
+
+  caf::scoped_actor self_;
+  queue_actor queue_;
+  size_t window_;
+  std::deque<element> buffer_;
+  size_t outstanding_pulls_ = 0;
+  caf::error end_;
+};
+
+} // namespace quern

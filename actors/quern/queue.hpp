@@ -1,0 +1,33 @@
+#pragma once
+
+#include <caf/actor_system.hpp>
+
+#include "quern/interfaces.hpp"
+#include "quern/queue_spec.hpp"
+
+namespace quern {
+
+/// Spawns a queue actor of `kind`. Throws invalid_argument_error (with
+/// TensorFlow's texts, tf-semantics Q-1..Q-4, Q-50, Q-60) for bad options.
+/// With a non-empty shared_name, a second spawn in the same actor system
+/// returns the existing queue when the options match and throws
+/// invalid_argument_error otherwise.
+queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options opts);
+
+/// Shorthands with TensorFlow's argument order.
+queue_actor spawn_fifo_queue(caf::actor_system& sys, int32_t capacity,
+                             std::vector<dtype> dtypes,
+                             std::vector<tensor_shape> shapes = {}, std::string name = {});
+queue_actor spawn_random_shuffle_queue(caf::actor_system& sys, int32_t capacity,
+                                       int32_t min_after_dequeue, std::vector<dtype> dtypes,
+                                       std::vector<tensor_shape> shapes = {},
+                                       int64_t seed = 0, int64_t seed2 = 0,
+                                       std::string name = {});
+queue_actor spawn_padding_fifo_queue(caf::actor_system& sys, int32_t capacity,
+                                     std::vector<dtype> dtypes,
+                                     std::vector<tensor_shape> shapes, std::string name = {});
+queue_actor spawn_priority_queue(caf::actor_system& sys, int32_t capacity,
+                                 std::vector<dtype> dtypes,
+                                 std::vector<tensor_shape> shapes = {}, std::string name = {});
+
+} // namespace quern
