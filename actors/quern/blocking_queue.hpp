@@ -48,8 +48,9 @@ private:
 /// handed to the queue's stream; up to `window` elements may be in flight.
 /// flush() waits until every pushed element is stored and throws the first
 /// error (e.g. cancelled_error once the queue closed); stored() counts what
-/// the queue confirmed. The destructor flushes and swallows errors: call
-/// flush() to learn them.
+/// the queue confirmed. The destructor hands rows not yet sent to the queue
+/// without waiting (they are stored in order or refused on close): call
+/// flush() to wait and to learn errors.
 class queue_writer {
 public:
   queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 256);
@@ -57,14 +58,22 @@ public:
   queue_writer(const queue_writer&) = delete;
   queue_writer& operator=(const queue_writer&) = delete;
 
+  /// Hands `e` to the queue's stream. Throws the stream's first error (and
+  /// refuses `e`) once a push failed, e.g. cancelled_error after a close.
   void push(element e);
+  /// Waits until every pushed row is stored or refused; throws the first
+  /// error.
   void flush();
   /// Rows the queue confirmed as stored.
   int64_t stored() const { return stored_; }
+  /// Rows that were pushed but not stored because of an error.
+  int64_t refused() const { return refused_; }
 
 private:
   void send_pending();
   void await_one();
+  void poll();
+  [[noreturn]] void fail_pending();
   void handle_ack(int32_t stored, const caf::error& err, size_t sent);
 
   caf::scoped_actor self_;
@@ -74,6 +83,7 @@ private:
   std::deque<size_t> in_flight_; // sizes of pushes awaiting an ack
   size_t in_flight_rows_ = 0;
   int64_t stored_ = 0;
+  int64_t refused_ = 0;
   caf::error error_;
 };
 
@@ -95,12 +105,14 @@ public:
 
 private:
   void grant();
+  void await_one();
 
   caf::scoped_actor self_;
   queue_actor queue_;
   size_t window_;
   std::deque<element> buffer_;
   size_t outstanding_pulls_ = 0;
+  bool queue_down_ = false;
   caf::error end_;
 };
 

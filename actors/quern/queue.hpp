@@ -17,17 +17,21 @@ queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options o
 /// Shorthands with TensorFlow's argument order.
 queue_actor spawn_fifo_queue(caf::actor_system& sys, int32_t capacity,
                              std::vector<dtype> dtypes,
-                             std::vector<tensor_shape> shapes = {}, std::string name = {});
+                             std::vector<tensor_shape> shapes = {},
+                             std::string name = {});
 queue_actor spawn_random_shuffle_queue(caf::actor_system& sys, int32_t capacity,
-                                       int32_t min_after_dequeue, std::vector<dtype> dtypes,
+                                       int32_t min_after_dequeue,
+                                       std::vector<dtype> dtypes,
                                        std::vector<tensor_shape> shapes = {},
                                        int64_t seed = 0, int64_t seed2 = 0,
                                        std::string name = {});
 queue_actor spawn_padding_fifo_queue(caf::actor_system& sys, int32_t capacity,
                                      std::vector<dtype> dtypes,
-                                     std::vector<tensor_shape> shapes, std::string name = {});
+                                     std::vector<tensor_shape> shapes,
+                                     std::string name = {});
 queue_actor spawn_priority_queue(caf::actor_system& sys, int32_t capacity,
                                  std::vector<dtype> dtypes,
-                                 std::vector<tensor_shape> shapes = {}, std::string name = {});
+                                 std::vector<tensor_shape> shapes = {},
+                                 std::string name = {});
 
 } // namespace quern

@@ -30,6 +30,9 @@ using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
+/// consumer -> queue: withdraw every pending pull of the sender; each is
+/// answered with pulled(no rows, cancelled).
+using unpull_atom = caf::atom_constant<caf::atom("unpull")>;
 
 // -- internal to an actor: a deadline of one pending attempt expired --
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;

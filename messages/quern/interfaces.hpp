@@ -41,6 +41,8 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///                  error out_of_range once closed and empty.
 ///   give_back(rows) rows a consumer received and will not take; they return
 ///                  to the front of the queue in order.
+///   unpull()       withdraws the sender's pending pulls: each is answered
+///                  pulled(no rows, cancelled) (a consumer that stops).
 ///   deadline(id)   internal: a pending attempt's timeout expired.
 using queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -53,7 +55,7 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<is_closed_atom>::with<bool>,
     caf::replies_to<spec_atom>::with<queue_spec>,
     caf::reacts_to<push_atom, std::vector<element>>, caf::reacts_to<pull_atom, int32_t>,
-    caf::reacts_to<give_back_atom, std::vector<element>>,
+    caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
     caf::reacts_to<deadline_atom, uint64_t>>;
 
 } // namespace quern

@@ -1,0 +1,257 @@
+#include "quern/blocking_queue.hpp"
+
+#include <optional>
+
+#include <caf/after.hpp>
+#include <caf/system_messages.hpp>
+
+namespace quern {
+
+namespace {
+
+void require_valid(const queue_actor& q, const char* who) {
+  if (!q)
+    throw invalid_argument_error(std::string(who) +
+                                 " needs a queue actor, got an invalid handle");
+}
+
+// One strict request; CAF's own timeout stays infinite because the queue
+// enforces the attempt's deadline and always answers (design.md rule 2).
+template <class T, class... Ts>
+T call(caf::scoped_actor& self, const queue_actor& q, Ts&&... xs) {
+  std::optional<T> result;
+  caf::error err;
+  self->request(q, caf::infinite, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { result = std::move(x); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
+  return std::move(*result);
+}
+
+caf::error queue_gone() {
+  return make_error(error_code::unavailable, "the queue actor terminated");
+}
+
+} // namespace
+
+// -- blocking_queue -------------------------------------------------------------
+
+blocking_queue::blocking_queue(caf::actor_system& sys, queue_actor q)
+    : self_(sys), queue_(std::move(q)) {
+  require_valid(queue_, "blocking_queue");
+}
+
+void blocking_queue::enqueue(const element& e, timeout_type timeout) {
+  call<int32_t>(self_, queue_, enqueue_atom::value, e, caf::timespan{timeout});
+}
+
+void blocking_queue::enqueue_many(const element& batch, timeout_type timeout) {
+  call<int32_t>(self_, queue_, enqueue_many_atom::value, batch, caf::timespan{timeout});
+}
+
+element blocking_queue::dequeue(timeout_type timeout) {
+  return call<element>(self_, queue_, dequeue_atom::value, caf::timespan{timeout});
+}
+
+element blocking_queue::dequeue_many(int32_t n, timeout_type timeout) {
+  return call<element>(self_, queue_, dequeue_many_atom::value, n,
+                       caf::timespan{timeout});
+}
+
+element blocking_queue::dequeue_up_to(int32_t n, timeout_type timeout) {
+  return call<element>(self_, queue_, dequeue_up_to_atom::value, n,
+                       caf::timespan{timeout});
+}
+
+void blocking_queue::close(bool cancel_pending_enqueues) {
+  call<bool>(self_, queue_, close_atom::value, cancel_pending_enqueues);
+}
+
+int32_t blocking_queue::size() {
+  return call<int32_t>(self_, queue_, size_atom::value);
+}
+
+bool blocking_queue::is_closed() {
+  return call<bool>(self_, queue_, is_closed_atom::value);
+}
+
+queue_spec blocking_queue::spec() {
+  return call<queue_spec>(self_, queue_, spec_atom::value);
+}
+
+// -- queue_writer -----------------------------------------------------------------
+
+// At most this many pushes are in flight: one being served, one filling up
+// behind it. Rows pushed meanwhile gather in pending_ and travel together, so
+// the message count falls as the load rises.
+constexpr size_t max_pushes_in_flight = 2;
+
+queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
+    : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 1)) {
+  require_valid(queue_, "queue_writer");
+  self_->monitor(queue_);
+}
+
+queue_writer::~queue_writer() {
+  // Hand every accepted row to the queue without waiting for room: the
+  // queue stores them in order, or refuses them if it closes first. A
+  // destructor must not block on a full queue that nobody drains.
+  if (!error_ && !pending_.empty())
+    self_->send(queue_, push_atom::value, std::move(pending_));
+}
+
+void queue_writer::handle_ack(int32_t stored, const caf::error& err, size_t sent) {
+  stored_ += stored;
+  in_flight_rows_ -= sent;
+  if (err && !error_) {
+    error_ = err;
+    refused_ += static_cast<int64_t>(sent) - stored;
+  } else if (err) {
+    refused_ += static_cast<int64_t>(sent) - stored;
+  }
+}
+
+void queue_writer::await_one() {
+  self_->receive(
+      [&](pushed_atom, int32_t stored, caf::error& err) {
+        auto sent = in_flight_.front();
+        in_flight_.pop_front();
+        handle_ack(stored, err, sent);
+      },
+      [&](caf::down_msg&) {
+        // The queue is gone: whatever was in flight was never confirmed.
+        for (auto n : in_flight_)
+          refused_ += static_cast<int64_t>(n);
+        in_flight_.clear();
+        in_flight_rows_ = 0;
+        if (!error_)
+          error_ = queue_gone();
+      });
+}
+
+void queue_writer::poll() {
+  while (!in_flight_.empty() && self_->has_next_message())
+    await_one();
+}
+
+void queue_writer::send_pending() {
+  if (pending_.empty())
+    return;
+  in_flight_.push_back(pending_.size());
+  in_flight_rows_ += pending_.size();
+  self_->send(queue_, push_atom::value, std::move(pending_));
+  pending_.clear();
+}
+
+void queue_writer::fail_pending() {
+  refused_ += static_cast<int64_t>(pending_.size());
+  pending_.clear();
+  throw_error(error_);
+}
+
+void queue_writer::push(element e) {
+  if (error_)
+    throw_error(error_);
+  pending_.push_back(std::move(e));
+  poll();
+  while (in_flight_.size() >= max_pushes_in_flight &&
+         in_flight_rows_ + pending_.size() >= window_)
+    await_one();
+  if (error_)
+    fail_pending();
+  if (in_flight_.size() < max_pushes_in_flight)
+    send_pending();
+}
+
+void queue_writer::flush() {
+  if (!error_)
+    send_pending();
+  while (!in_flight_.empty())
+    await_one();
+  if (error_)
+    fail_pending();
+}
+
+// -- queue_reader -----------------------------------------------------------------
+
+// Up to two pulls stay granted, each for half the window: one may be
+// answered while the other waits at the queue.
+constexpr size_t max_pulls_outstanding = 2;
+
+queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
+    : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 2)) {
+  require_valid(queue_, "queue_reader");
+  self_->monitor(queue_);
+}
+
+queue_reader::~queue_reader() {
+  if (queue_down_)
+    return;
+  // Withdraw the pulls still waiting; each is answered (with rows that were
+  // already on their way, or with cancelled), then everything received but
+  // not taken goes back to the front of the queue.
+  if (outstanding_pulls_ > 0)
+    self_->send(queue_, unpull_atom::value);
+  while (outstanding_pulls_ > 0 && !queue_down_)
+    await_one();
+  if (!buffer_.empty() && !queue_down_) {
+    std::vector<element> rows(std::make_move_iterator(buffer_.begin()),
+                              std::make_move_iterator(buffer_.end()));
+    self_->send(queue_, give_back_atom::value, std::move(rows));
+  }
+}
+
+void queue_reader::grant() {
+  auto per_pull = static_cast<int32_t>(window_ / max_pulls_outstanding);
+  while (!end_ && outstanding_pulls_ < max_pulls_outstanding &&
+         buffer_.size() + (outstanding_pulls_ + 1) * per_pull <= window_) {
+    self_->send(queue_, pull_atom::value, per_pull);
+    ++outstanding_pulls_;
+  }
+}
+
+void queue_reader::await_one() {
+  self_->receive(
+      [&](pulled_atom, std::vector<element>& rows, caf::error& err) {
+        --outstanding_pulls_;
+        for (auto& r : rows)
+          buffer_.push_back(std::move(r));
+        // A withdrawn pull (cancelled) is no end of data.
+        if (err && !is(err, error_code::cancelled) && !end_)
+          end_ = std::move(err);
+      },
+      [&](caf::down_msg&) {
+        queue_down_ = true;
+        outstanding_pulls_ = 0;
+        if (!end_)
+          end_ = queue_gone();
+      });
+}
+
+std::optional<element> queue_reader::try_pull() {
+  while (buffer_.empty()) {
+    if (end_) {
+      if (is(end_, error_code::out_of_range))
+        return std::nullopt;
+      throw_error(end_);
+    }
+    grant();
+    await_one();
+  }
+  auto e = std::move(buffer_.front());
+  buffer_.pop_front();
+  while (outstanding_pulls_ > 0 && self_->has_next_message())
+    await_one();
+  grant();
+  return e;
+}
+
+element queue_reader::pull() {
+  auto e = try_pull();
+  if (!e)
+    throw_error(end_);
+  return std::move(*e);
+}
+
+} // namespace quern

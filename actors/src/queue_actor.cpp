@@ -1,0 +1,330 @@
+#include "quern/queue.hpp"
+
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
+#include <caf/actor_cast.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "queue_core.hpp"
+
+namespace quern {
+
+namespace {
+
+using detail::completion;
+using detail::dequeue_attempt;
+using detail::enqueue_attempt;
+
+/// One queue actor: a thin shell that validates requests, turns them
+/// into attempts of the shared core, arms deadlines and watches clients.
+class queue_impl : public queue_actor::base {
+public:
+  queue_impl(caf::actor_config& cfg, queue_spec spec)
+      : queue_actor::base(cfg), core_(this, std::move(spec)) {}
+
+  const char* name() const override { return "quern.queue"; }
+
+  behavior_type make_behavior() override {
+    set_exception_handler(keep_exception_message);
+    set_down_handler([this](caf::down_msg& dm) {
+      watched_.erase(dm.source);
+      core_.client_down(dm.source);
+    });
+    return {
+        [this](enqueue_atom, element& e, caf::timespan timeout) {
+          auto rp = make_response_promise<int32_t>();
+          try {
+            validate_enqueue(core_.spec(), e);
+          } catch (const op_error& ex) {
+            return rp.deliver(ex.to_error());
+          }
+          enqueue_attempt a;
+          a.what = enqueue_attempt::op::enqueue;
+          a.rows.push_back(std::move(e));
+          add(std::move(a), rp, timeout);
+          return rp;
+        },
+        [this](enqueue_many_atom, element& batch, caf::timespan timeout) {
+          auto rp = make_response_promise<int32_t>();
+          int64_t rows = 0;
+          try {
+            rows = validate_enqueue_many(core_.spec(), batch);
+          } catch (const op_error& ex) {
+            return rp.deliver(ex.to_error());
+          }
+          if (rows == 0) // succeeds at once, even on a closed queue
+            return rp.deliver(int32_t{0});
+          enqueue_attempt a;
+          a.what = enqueue_attempt::op::enqueue_many;
+          a.rows.reserve(static_cast<size_t>(rows));
+          for (int64_t i = 0; i < rows; ++i)
+            a.rows.push_back(batch.row(i));
+          add(std::move(a), rp, timeout);
+          return rp;
+        },
+        [this](dequeue_atom, caf::timespan timeout) {
+          auto rp = make_response_promise<element>();
+          dequeue_attempt a;
+          a.what = dequeue_attempt::op::dequeue;
+          add(std::move(a), rp, timeout);
+          return rp;
+        },
+        [this](dequeue_many_atom, int32_t n, caf::timespan timeout) {
+          return dequeue_many(dequeue_attempt::op::dequeue_many, n, timeout);
+        },
+        [this](dequeue_up_to_atom, int32_t n, caf::timespan timeout) {
+          return dequeue_many(dequeue_attempt::op::dequeue_up_to, n, timeout);
+        },
+        [this](close_atom, bool cancel_pending_enqueues) {
+          auto rp = make_response_promise<bool>();
+          if (cancel_pending_enqueues) {
+            core_.close_cancelling(completion::promise(rp));
+            return rp;
+          }
+          enqueue_attempt a;
+          a.what = enqueue_attempt::op::close;
+          add(std::move(a), rp, wait_forever);
+          return rp;
+        },
+        [this](size_atom) { return core_.size(); },
+        [this](is_closed_atom) { return core_.is_closed(); },
+        [this](spec_atom) { return core_.spec(); },
+        [this](push_atom, std::vector<element>& rows) {
+          auto client = current_sender();
+          auto done = completion::pushed_to(client);
+          try {
+            for (auto& r : rows)
+              validate_enqueue(core_.spec(), r);
+          } catch (const op_error& ex) {
+            done.deliver_count(this, 0, ex.to_error());
+            return;
+          }
+          if (rows.empty()) {
+            done.deliver_count(this, 0, caf::none);
+            return;
+          }
+          enqueue_attempt a;
+          a.what = enqueue_attempt::op::push;
+          a.id = next_id_++;
+          a.rows = std::move(rows);
+          a.client = caf::actor_cast<caf::actor_addr>(client);
+          a.done = std::move(done);
+          core_.add(std::move(a));
+        },
+        [this](pull_atom, int32_t n) {
+          auto client = current_sender();
+          auto done = completion::pulled_to(client);
+          if (n <= 0) {
+            done.deliver_rows(this, {},
+                              make_error(error_code::invalid_argument,
+                                         "pull needs a positive number of rows, got " +
+                                             std::to_string(n)));
+            return;
+          }
+          dequeue_attempt a;
+          a.what = dequeue_attempt::op::pull;
+          a.id = next_id_++;
+          a.n = n;
+          a.client = caf::actor_cast<caf::actor_addr>(client);
+          watch(a.client);
+          a.done = std::move(done);
+          core_.add(std::move(a));
+        },
+        [this](give_back_atom, std::vector<element>& rows) {
+          core_.give_back(std::move(rows));
+        },
+        [this](unpull_atom) {
+          core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
+        },
+        [this](deadline_atom, uint64_t id) { core_.expire(id); },
+    };
+  }
+
+  void on_exit() override {
+    // Nobody waits forever on a queue that is gone.
+    core_.shutdown();
+  }
+
+private:
+  caf::typed_response_promise<element> dequeue_many(dequeue_attempt::op what, int32_t n,
+                                                    caf::timespan timeout) {
+    auto rp = make_response_promise<element>();
+    const auto& spec = core_.spec();
+    bool up_to = what == dequeue_attempt::op::dequeue_up_to;
+    if (!spec.shapes_specified()) {
+      // checked before anything else, even for n == 0 or a closed queue.
+      auto kind = queue_kind_name(spec.kind);
+      auto msg =
+          spec.kind == queue_kind::priority
+              ? std::string(kind) +
+                    "'s DequeueMany requires the components to have specified shapes."
+              : std::string(kind) +
+                    "'s DequeueMany and DequeueUpTo require the components to have "
+                    "specified shapes.";
+      return rp.deliver(make_error(error_code::invalid_argument, msg));
+    }
+    if (n < 0)
+      return rp.deliver(
+          make_error(error_code::invalid_argument,
+                     std::string(up_to ? "DequeueUpToOp" : "DequeueManyOp") +
+                         " requested " + std::to_string(n) + " < 0 elements"));
+    if (n == 0)
+      return rp.deliver(core_.make_batch({}));
+    dequeue_attempt a;
+    a.what = what;
+    a.n = n;
+    add(std::move(a), rp, timeout);
+    return rp;
+  }
+
+  template <class Attempt, class Promise>
+  void add(Attempt a, Promise& rp, caf::timespan timeout) {
+    a.id = next_id_++;
+    a.client = caf::actor_cast<caf::actor_addr>(current_sender());
+    watch(a.client);
+    a.done = completion::promise(rp);
+    if (timeout != wait_forever)
+      // Design rule 2: the queue enforces the deadline and answers itself.
+      delayed_send(caf::actor_cast<queue_actor>(this),
+                   std::max(timeout, caf::timespan{0}), deadline_atom::value, a.id);
+    core_.add(std::move(a));
+  }
+
+  void watch(const caf::actor_addr& client) {
+    if (client && watched_.insert(client).second)
+      monitor(client);
+  }
+
+  detail::queue_core core_;
+  uint64_t next_id_ = 1;
+  std::unordered_set<caf::actor_addr> watched_;
+};
+
+// -- shared queues (Q-90) -------------------------------------------------------
+
+struct shared_entry {
+  caf::weak_actor_ptr queue;
+  queue_spec spec;
+};
+
+std::mutex shared_mtx;
+std::map<std::pair<caf::actor_system*, std::string>, shared_entry> shared_queues;
+
+std::string dtype_list(const std::vector<dtype>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i)
+    s += (i > 0 ? ", " : "") + std::string(dtype_name(ts[i]));
+  return s;
+}
+
+void check_shared(const queue_spec& have, const queue_spec& want) {
+  const auto& n = have.resource_name;
+  auto fail = [](const std::string& msg) { throw invalid_argument_error(msg); };
+  if (have.kind != want.kind)
+    fail(std::string("Expected ") + queue_kind_name(want.kind) + ", found " +
+         queue_kind_name(have.kind));
+  if (have.capacity != want.capacity)
+    fail("Shared queue '" + n + "' has capacity " + std::to_string(have.capacity) +
+         " but requested capacity was " + std::to_string(want.capacity));
+  if (have.dtypes != want.dtypes)
+    fail("Shared queue '" + n + "' has component types " + dtype_list(have.dtypes) +
+         " but requested component types were " + dtype_list(want.dtypes));
+  bool shapes_ok = have.shapes.size() == want.shapes.size();
+  for (size_t i = 0; shapes_ok && i < have.shapes.size(); ++i)
+    shapes_ok = have.kind == queue_kind::padding_fifo
+                    ? have.shapes[i].known_rank() == want.shapes[i].known_rank() &&
+                          have.shapes[i].rank() == want.shapes[i].rank()
+                    : have.shapes[i] == want.shapes[i];
+  if (!shapes_ok)
+    fail("Shared queue '" + n + "' has component shapes " + to_string(have.shapes) +
+         " but requested component shapes were " + to_string(want.shapes));
+  if (have.kind == queue_kind::random_shuffle) {
+    if (have.min_after_dequeue != want.min_after_dequeue)
+      fail("Shared queue '" + n + "' has min_after_dequeue " +
+           std::to_string(have.min_after_dequeue) +
+           " but requested min_after_dequeue was " +
+           std::to_string(want.min_after_dequeue) + ".");
+    if ((want.seed != 0 || want.seed2 != 0) &&
+        (have.seed != want.seed || have.seed2 != want.seed2))
+      fail("Shared queue '" + n + "' has random seeds (" + std::to_string(have.seed) +
+           ", " + std::to_string(have.seed2) + ") but requested seeds are (" +
+           std::to_string(want.seed) + ", " + std::to_string(want.seed2) + ").");
+  }
+}
+
+} // namespace
+
+queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options opts) {
+  auto spec = make_queue_spec(kind, std::move(opts));
+  if (spec.resource_name.empty() || spec.resource_name.front() == '_')
+    return sys.spawn<queue_impl>(std::move(spec));
+  // A shared queue lives as long as somebody holds it; the registry keeps a
+  // weak reference only.
+  std::lock_guard<std::mutex> guard{shared_mtx};
+  auto key = std::make_pair(&sys, spec.resource_name);
+  auto i = shared_queues.find(key);
+  if (i != shared_queues.end()) {
+    if (auto strong = i->second.queue.lock()) {
+      check_shared(i->second.spec, spec);
+      return caf::actor_cast<queue_actor>(std::move(strong));
+    }
+  }
+  auto q = sys.spawn<queue_impl>(spec);
+  shared_queues[key] =
+      shared_entry{caf::actor_cast<caf::weak_actor_ptr>(q), std::move(spec)};
+  return q;
+}
+
+queue_actor spawn_fifo_queue(caf::actor_system& sys, int32_t capacity,
+                             std::vector<dtype> dtypes, std::vector<tensor_shape> shapes,
+                             std::string name) {
+  queue_options o;
+  o.capacity = capacity;
+  o.dtypes = std::move(dtypes);
+  o.shapes = std::move(shapes);
+  o.name = std::move(name);
+  return spawn_queue(sys, queue_kind::fifo, std::move(o));
+}
+
+queue_actor spawn_random_shuffle_queue(caf::actor_system& sys, int32_t capacity,
+                                       int32_t min_after_dequeue,
+                                       std::vector<dtype> dtypes,
+                                       std::vector<tensor_shape> shapes, int64_t seed,
+                                       int64_t seed2, std::string name) {
+  queue_options o;
+  o.capacity = capacity;
+  o.min_after_dequeue = min_after_dequeue;
+  o.dtypes = std::move(dtypes);
+  o.shapes = std::move(shapes);
+  o.seed = seed;
+  o.seed2 = seed2;
+  o.name = std::move(name);
+  return spawn_queue(sys, queue_kind::random_shuffle, std::move(o));
+}
+
+queue_actor spawn_padding_fifo_queue(caf::actor_system& sys, int32_t capacity,
+                                     std::vector<dtype> dtypes,
+                                     std::vector<tensor_shape> shapes, std::string name) {
+  queue_options o;
+  o.capacity = capacity;
+  o.dtypes = std::move(dtypes);
+  o.shapes = std::move(shapes);
+  o.name = std::move(name);
+  return spawn_queue(sys, queue_kind::padding_fifo, std::move(o));
+}
+
+queue_actor spawn_priority_queue(caf::actor_system& sys, int32_t capacity,
+                                 std::vector<dtype> dtypes,
+                                 std::vector<tensor_shape> shapes, std::string name) {
+  queue_options o;
+  o.capacity = capacity;
+  o.dtypes = std::move(dtypes);
+  o.shapes = std::move(shapes);
+  o.name = std::move(name);
+  return spawn_queue(sys, queue_kind::priority, std::move(o));
+}
+
+} // namespace quern

@@ -1,0 +1,150 @@
+#pragma once
+
+// The pending-attempt machinery shared by the four queue kinds
+// (tf-semantics 1.2): two FIFO lists of attempts, served by one flush.
+// Private to actors/: the public face is quern/queue.hpp.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/actor_addr.hpp>
+#include <caf/error.hpp>
+#include <caf/response_promise.hpp>
+
+#include "quern/element.hpp"
+#include "quern/queue_spec.hpp"
+
+namespace quern::detail {
+
+/// Where the elements of a queue live; one implementation per kind.
+class queue_storage {
+public:
+  virtual ~queue_storage() = default;
+  virtual size_t size() const = 0;
+  virtual void push(element e) = 0;
+  /// Removes the next element to hand out (FIFO: oldest, shuffle: random,
+  /// priority: smallest). Requires size() > 0.
+  virtual element pop() = 0;
+  /// Returns rows taken by an attempt that did not complete, so that they are
+  /// the next ones handed out again where order matters (FIFO: at the front,
+  /// in their original order).
+  virtual void put_back(std::vector<element> rows) = 0;
+};
+
+std::unique_ptr<queue_storage> make_storage(const queue_spec& spec);
+
+/// How an attempt ends, sent to whoever waits for it.
+class completion {
+public:
+  /// A request/response attempt: answered through a promise.
+  static completion promise(caf::response_promise rp);
+  /// A streamed push: the sender gets pushed(stored, error).
+  static completion pushed_to(caf::strong_actor_ptr client);
+  /// A streamed pull: the sender gets pulled(rows, error).
+  static completion pulled_to(caf::strong_actor_ptr client);
+
+  bool is_stream() const { return kind_ != kind::promise; }
+  const caf::strong_actor_ptr& client() const { return client_; }
+
+  void deliver_count(caf::local_actor* self, int32_t stored, caf::error err);
+  void deliver_element(caf::local_actor* self, element e);
+  void deliver_rows(caf::local_actor* self, std::vector<element> rows, caf::error err);
+  void deliver_bool(bool value);
+  void deliver_error(caf::local_actor* self, caf::error err);
+
+private:
+  enum class kind { promise, pushed, pulled };
+  kind kind_ = kind::promise;
+  caf::response_promise rp_;
+  caf::strong_actor_ptr client_;
+};
+
+struct enqueue_attempt {
+  enum class op { enqueue, enqueue_many, push, close };
+  op what = op::enqueue;
+  uint64_t id = 0;
+  std::vector<element> rows;
+  size_t next = 0; // rows stored so far
+  caf::actor_addr client;
+  completion done;
+};
+
+struct dequeue_attempt {
+  enum class op { dequeue, dequeue_many, dequeue_up_to, pull };
+  op what = op::dequeue;
+  uint64_t id = 0;
+  int32_t n = 1;
+  std::vector<element> held; // rows taken while waiting for the rest
+  caf::actor_addr client;
+  completion done;
+};
+
+/// The state of one queue actor (tf-semantics section 1).
+class queue_core {
+public:
+  queue_core(caf::local_actor* self, queue_spec spec);
+
+  const queue_spec& spec() const { return spec_; }
+  int32_t size() const { return static_cast<int32_t>(storage_->size()); }
+  bool is_closed() const { return closed_; }
+
+  /// Appends an attempt and flushes. Validation happened before.
+  void add(enqueue_attempt a);
+  void add(dequeue_attempt a);
+  /// close(cancel_pending_enqueues=true); replies through `done`.
+  void close_cancelling(completion done);
+  /// Rows a streaming consumer gives back (to the front, in order).
+  void give_back(std::vector<element> rows);
+  /// Withdraws the pulls of `client`, answering each with cancelled.
+  void unpull(const caf::actor_addr& client);
+  /// A deadline expired: answers deadline_exceeded if the attempt is still
+  /// pending, keeping every element (Q-80, and better than TF for Q-37).
+  void expire(uint64_t id);
+  /// A client went down: drops its request attempts without an answer and
+  /// returns what they held. Streamed pushes stay: their rows were handed
+  /// over and are stored or refused like any other.
+  void client_down(const caf::actor_addr& client);
+  /// The actor terminates: every pending attempt is answered cancelled.
+  void shutdown();
+
+  /// Builds the batch of `rows` for dequeue_many/up_to (padding included).
+  element make_batch(const std::vector<element>& rows) const;
+
+  /// The "<Kind> '<name>'" prefix used in enqueue-side messages.
+  std::string enqueue_name() const;
+  /// The prefix of single dequeue messages.
+  std::string dequeue_name() const;
+  /// The prefix of dequeue_many/up_to messages.
+  std::string dequeue_many_name() const;
+
+private:
+  enum class progress { none, partial, complete };
+
+  void flush();
+  progress serve(enqueue_attempt& a);
+  progress serve(dequeue_attempt& a);
+  progress serve_single(dequeue_attempt& a);
+  progress serve_many(dequeue_attempt& a);
+  progress serve_many_priority(dequeue_attempt& a);
+  progress serve_pull(dequeue_attempt& a);
+  /// Elements that may be taken now (min_after_dequeue while open, Q-51).
+  size_t available() const;
+  bool has_live_enqueue_attempts() const;
+  caf::error insufficient(const std::string& prefix, int64_t requested,
+                          size_t current) const;
+  void complete_many(dequeue_attempt& a);
+
+  caf::local_actor* self_;
+  queue_spec spec_;
+  std::unique_ptr<queue_storage> storage_;
+  bool closed_ = false;
+  std::deque<enqueue_attempt> enqueues_;
+  std::deque<dequeue_attempt> dequeues_;
+};
+
+} // namespace quern::detail
