@@ -1,0 +1,60 @@
+#pragma once
+
+// Events in TensorBoard's protobuf encoding (tf-semantics SW-30..SW-35). The
+// encoding is libprotobuf's, behind this header: the generated protobuf
+// classes stay private to logging/.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <caf/expected.hpp>
+
+#include "quern/summary.hpp"
+
+namespace quern {
+
+/// The file_version of every event file's first record (SW-12).
+constexpr const char* event_file_version = "brain.Event:2";
+
+/// Event{wall_time, file_version = "brain.Event:2"}.
+summary_event file_version_event(double wall_time);
+
+/// The Event payload bytes of `ev` (proto3 presence rules, SW-35).
+std::string encode_event(const summary_event& ev);
+
+/// The Event payload bytes of one scalar event.
+std::string encode_event(const scalar_event& ev);
+
+/// Parses an Event payload. Fields quern does not model (graph bytes are
+/// kept as bytes) are dropped; a payload that is not an Event gives
+/// data_loss `cannot parse Event`.
+caf::expected<summary_event> decode_event(std::string_view payload);
+
+/// Appends framed event records to a buffer, reusing one protobuf Event (and
+/// its memory) from call to call: the fast path of the summary writer and of
+/// its benchmark baseline. Not thread-safe; one per writer.
+class event_encoder {
+public:
+  event_encoder();
+  ~event_encoder();
+  event_encoder(const event_encoder&) = delete;
+  event_encoder& operator=(const event_encoder&) = delete;
+
+  /// Appends the record of Event{wall_time, step, summary{value{tag, simple_value}}}.
+  void append_scalar(std::string& out, double wall_time, int64_t step,
+                     std::string_view tag, float value);
+  void append_scalar(std::string& out, const scalar_event& ev) {
+    append_scalar(out, ev.wall_time, ev.step, ev.tag, ev.value);
+  }
+
+  /// Appends the record of any event.
+  void append_event(std::string& out, const summary_event& ev);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace quern

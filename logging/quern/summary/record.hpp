@@ -1,0 +1,91 @@
+#pragma once
+
+// TFRecord framing (tf-semantics SW-20..SW-22), shared by event files and
+// TFRecord input files:
+//   uint64 length (little-endian) | uint32 masked_crc32c(length bytes)
+//   | payload | uint32 masked_crc32c(payload)
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/error.hpp>
+
+namespace quern {
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `n` bytes,
+/// continuing from `crc` (0 for a fresh checksum), SW-21.
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n);
+
+/// CRC-32C of `n` bytes: crc32c("123456789") == 0xE3069283.
+inline uint32_t crc32c(const void* data, size_t n) {
+  return crc32c_extend(0, data, n);
+}
+inline uint32_t crc32c(std::string_view s) {
+  return crc32c(s.data(), s.size());
+}
+
+/// TFRecord's mask: rotate right by 15, add 0xA282EAD8 (mod 2^32).
+constexpr uint32_t mask_crc(uint32_t crc) {
+  return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
+}
+
+/// The inverse of mask_crc.
+constexpr uint32_t unmask_crc(uint32_t masked) {
+  uint32_t rot = masked - 0xA282EAD8u;
+  return (rot >> 17) | (rot << 15);
+}
+
+/// Header (length + its CRC) and footer (payload CRC) sizes.
+constexpr size_t record_header_size = 12;
+constexpr size_t record_footer_size = 4;
+
+/// Appends one framed record holding `payload` to `out`.
+void append_record(std::string& out, std::string_view payload);
+
+/// Reads framed records one at a time from a file, verifying both CRCs.
+/// next() returns none and the payload, or:
+///   out_of_range "eof"                 clean end of the file
+///   data_loss "truncated record at X"  the file ends inside a record
+///   data_loss "corrupted record at X"  a CRC does not match
+/// with X as in SW-22 (the offset at which the failing checksummed read
+/// started). After an error, next() keeps returning the same error.
+class record_reader {
+public:
+  /// Opens `path`; a failure is reported by ok()/open_error() and next().
+  explicit record_reader(const std::string& path);
+  ~record_reader();
+  record_reader(const record_reader&) = delete;
+  record_reader& operator=(const record_reader&) = delete;
+
+  bool ok() const { return !open_error_; }
+  const caf::error& open_error() const { return open_error_; }
+
+  /// The offset of the record the next call to next() reads.
+  uint64_t offset() const { return offset_; }
+
+  caf::error next(std::string& payload);
+
+private:
+  std::FILE* file_ = nullptr;
+  uint64_t offset_ = 0;
+  caf::error open_error_;
+  caf::error sticky_;
+};
+
+/// Every record of a buffer or a file, with the offset of each, and the error
+/// that ended reading (none at a clean end). Records before a damaged one are
+/// all kept.
+struct record_list {
+  std::vector<std::string> records;
+  std::vector<uint64_t> offsets;
+  caf::error error;
+};
+
+record_list read_records(std::string_view buffer);
+record_list read_record_file(const std::string& path);
+
+} // namespace quern

@@ -1,0 +1,125 @@
+#pragma once
+
+// The summary writer: TensorFlow's FileWriter (tf-semantics section 5) as a
+// CAF actor, and a blocking handle for plain main() code:
+//
+//   quern::config cfg;
+//   caf::actor_system sys{cfg};
+//   quern::summary_writer writer{sys, "runs/a"};
+//   for (int step = 0; step < 100; ++step)
+//     writer.scalar("loss", loss, step);
+//   // writer.close() is optional: the destructor closes and stops the actor.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/summary.hpp"
+#include "quern/summary/values.hpp"
+
+namespace quern {
+
+/// FileWriter's arguments (SW-1) and quern's additions.
+struct summary_writer_options {
+  /// Created recursively if missing.
+  std::string logdir;
+  /// Events the writer buffers before handing them to the OS; <= 0: only the
+  /// buffer size (1 MiB), flush_secs, flush() and close() write them.
+  int32_t max_queue = 10;
+  /// After writing events, the file is flushed (and synced) when more than
+  /// flush_secs passed since the last flush; the first events of a file are
+  /// flushed at once (SW-3). There is no timer, as in TensorFlow.
+  double flush_secs = 120;
+  /// Appended to the file name; a non-empty suffix creates the file at once,
+  /// otherwise the first event does (SW-11).
+  std::string filename_suffix;
+  /// Flushes also fsync the file (TensorFlow's Flush does). Off: flushes only
+  /// hand the data to the OS.
+  bool sync = true;
+};
+
+/// Spawns a summary writer. It creates the log directory at once; failures
+/// (e.g. `cannot create log directory '<dir>': Not a directory`) are
+/// answered to every add_* request, flush and close.
+///
+/// The writer runs detached (its own thread): flush() syncs the file to disk,
+/// which may block far longer than a scheduler thread should be. Write
+/// errors go to the requester; one-way add_* messages keep the error for the
+/// next request. The actor stops (flushing and closing its file) when it
+/// receives an exit message or its last handle goes away.
+summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
+                                          summary_writer_options opts);
+
+/// A blocking handle for main(): the FileWriter API on top of a summary
+/// writer actor (built on caf::scoped_actor, so not for use inside actors).
+/// Scalars are batched here and sent in one message per batch (when the
+/// batch is full, when 20 ms passed since the last send, or before any other
+/// call), with at most one batch in flight; every other call waits for the
+/// writer's answer. A failed write is thrown (op_error, quern/error.hpp) by
+/// the call that learns of it: the next send, flush() or close().
+/// One handle per thread; several handles may share one writer actor.
+class summary_writer {
+public:
+  /// Spawns a writer owned by this handle; throws op_error when the log
+  /// directory cannot be created.
+  summary_writer(caf::actor_system& sys, summary_writer_options opts);
+  summary_writer(caf::actor_system& sys, const std::string& logdir);
+
+  /// A handle on an existing writer, which it does not own (it neither
+  /// closes nor stops it).
+  summary_writer(caf::actor_system& sys, summary_writer_actor writer);
+
+  /// Sends what is batched; an owning handle also closes the writer and stops
+  /// its actor, so that a program that forgets close() does not hang in
+  /// ~actor_system. Errors are dropped here: call close() to see them.
+  ~summary_writer();
+
+  summary_writer(const summary_writer&) = delete;
+  summary_writer& operator=(const summary_writer&) = delete;
+
+  /// Event{wall_time = now, step, summary{value{tag, simple_value}}}.
+  void scalar(const std::string& tag, double value, int64_t step = 0);
+  /// A histogram of `values` (histogram_value, values.hpp).
+  void histogram(const std::string& tag, const std::vector<double>& values,
+                 int64_t step = 0);
+  /// A text summary (text_value, values.hpp).
+  void text(const std::string& tag, const std::string& text, int64_t step = 0);
+  /// An already-encoded PNG image (png_image_value, values.hpp).
+  void image(const std::string& tag, const std::string& png, int64_t step = 0);
+
+  /// add_summary(summary, global_step) (SW-7): values with metadata keep it
+  /// only the first time their tag is seen; wall_time = now.
+  void add_summary(std::vector<summary_value> values, int64_t step = 0);
+  /// add_event(event): written as it is.
+  void add_event(summary_event ev);
+
+  /// Everything added so far is in the file (and synced, SW-4).
+  writer_status flush();
+  /// flush and close the file; later adds are dropped until reopen() (SW-5).
+  void close();
+  /// A closed writer takes events again, into a new file (SW-5).
+  void reopen();
+  writer_status status();
+
+  const summary_writer_actor& actor() const { return writer_; }
+
+private:
+  void send_batch(bool force);
+  void await_in_flight();
+  template <class... Ts>
+  void call(Ts&&... xs);
+
+  caf::scoped_actor self_;
+  summary_writer_actor writer_;
+  bool owner_;
+  std::vector<scalar_event> batch_;
+  std::optional<caf::message_id> in_flight_;
+  std::chrono::steady_clock::time_point last_send_;
+};
+
+} // namespace quern

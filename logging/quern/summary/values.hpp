@@ -1,0 +1,48 @@
+#pragma once
+
+// Summary values as TensorFlow's summary ops produce them (tf-semantics
+// SW-40..SW-43): scalar, histogram with TensorFlow's default buckets, text
+// (the text plugin's metadata) and already-encoded images.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quern/summary.hpp"
+
+namespace quern {
+
+/// Value{tag, simple_value}; the value is converted to float32 (SW-40).
+summary_value scalar_value(std::string tag, double value);
+
+/// TensorFlow's default histogram bucket limits (SW-41): -DBL_MAX, the
+/// negated positive limits in increasing order, 0, the positive limits
+/// 1e-12, 1.1e-12, ... (< 1e20), DBL_MAX: 1551 limits.
+const std::vector<double>& default_bucket_limits();
+
+/// A histogram of `values` over the default buckets, encoded as TensorFlow
+/// encodes it (runs of empty buckets collapsed, SW-41). No checks.
+histogram_data make_histogram(const std::vector<double>& values);
+
+/// Value{tag, histo}. Throws invalid_argument_error
+/// `Nan in summary histogram for: <tag>` / `Infinity in summary histogram for: <tag>`.
+summary_value histogram_value(std::string tag, const std::vector<double>& values);
+
+/// Value{tag, metadata{plugin_data{"text", "{}"}}, tensor{DT_STRING, shape, string_val}}
+/// (SW-42); a single string is a scalar tensor (empty shape).
+summary_value text_value(std::string tag, std::string text);
+/// Throws invalid_argument_error when the shape's element count is not
+/// strings.size().
+summary_value text_value(std::string tag, std::vector<std::string> strings,
+                         std::vector<int64_t> shape);
+
+/// Value{tag, image{height, width, colorspace, encoded_image_string}} for
+/// already-encoded image bytes (SW-32).
+summary_value image_value(std::string tag, std::string encoded, int32_t height,
+                          int32_t width, int32_t colorspace);
+
+/// The same for PNG bytes: height, width and colorspace come from the PNG
+/// header. Throws invalid_argument_error when `png` is not a PNG.
+summary_value png_image_value(std::string tag, std::string png);
+
+} // namespace quern

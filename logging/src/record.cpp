@@ -1,0 +1,179 @@
+#include "quern/summary/record.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include <sys/stat.h>
+
+#include "quern/error.hpp"
+#include "quern/summary/detail/io_error.hpp"
+
+namespace quern {
+
+namespace {
+
+void put_le32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+void put_le64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+uint32_t get_le32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+uint64_t get_le64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+caf::error truncated_at(uint64_t offset) {
+  return make_error(error_code::data_loss,
+                    "truncated record at " + std::to_string(offset));
+}
+
+caf::error corrupted_at(uint64_t offset) {
+  return make_error(error_code::data_loss,
+                    "corrupted record at " + std::to_string(offset));
+}
+
+caf::error eof() {
+  return make_error(error_code::out_of_range, "eof");
+}
+
+// Checks the header at `hdr` (12 bytes) of the record at `offset`; on
+// success stores the payload length.
+caf::error check_header(const char* hdr, uint64_t offset, uint64_t& length) {
+  if (mask_crc(crc32c(hdr, 8)) != get_le32(hdr + 8))
+    return corrupted_at(offset);
+  length = get_le64(hdr);
+  return caf::none;
+}
+
+} // namespace
+
+void append_record(std::string& out, std::string_view payload) {
+  char hdr[record_header_size];
+  put_le64(hdr, payload.size());
+  put_le32(hdr + 8, mask_crc(crc32c(hdr, 8)));
+  char ftr[record_footer_size];
+  put_le32(ftr, mask_crc(crc32c(payload)));
+  out.append(hdr, sizeof(hdr));
+  out.append(payload.data(), payload.size());
+  out.append(ftr, sizeof(ftr));
+}
+
+record_list read_records(std::string_view buf) {
+  record_list result;
+  uint64_t offset = 0;
+  for (;;) {
+    auto avail = buf.size() - offset;
+    if (avail == 0)
+      return result;
+    if (avail < record_header_size) {
+      result.error = truncated_at(offset);
+      return result;
+    }
+    uint64_t length = 0;
+    if (auto err = check_header(buf.data() + offset, offset, length)) {
+      result.error = std::move(err);
+      return result;
+    }
+    auto body = avail - record_header_size;
+    if (body == 0) {
+      result.error = truncated_at(offset);
+      return result;
+    }
+    if (body < record_footer_size || body - record_footer_size < length) {
+      result.error = truncated_at(offset + record_header_size);
+      return result;
+    }
+    auto payload = buf.substr(offset + record_header_size, length);
+    if (mask_crc(crc32c(payload)) !=
+        get_le32(buf.data() + offset + record_header_size + length)) {
+      result.error = corrupted_at(offset + record_header_size);
+      return result;
+    }
+    result.records.emplace_back(payload);
+    result.offsets.push_back(offset);
+    offset += record_header_size + length + record_footer_size;
+  }
+}
+
+record_reader::record_reader(const std::string& path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr)
+    open_error_ = detail::io_error(errno, "cannot open '" + path + "'");
+}
+
+record_reader::~record_reader() {
+  if (file_ != nullptr)
+    std::fclose(file_);
+}
+
+caf::error record_reader::next(std::string& payload) {
+  if (open_error_)
+    return open_error_;
+  if (sticky_)
+    return sticky_;
+  auto fail = [this](caf::error err) {
+    sticky_ = err;
+    return err;
+  };
+  char hdr[record_header_size];
+  auto n = std::fread(hdr, 1, sizeof(hdr), file_);
+  if (n == 0)
+    return fail(eof());
+  if (n < sizeof(hdr))
+    return fail(truncated_at(offset_));
+  uint64_t length = 0;
+  if (auto err = check_header(hdr, offset_, length))
+    return fail(std::move(err));
+  // Never trust the length with an allocation larger than the file.
+  struct stat st;
+  uint64_t body = 0;
+  if (fstat(fileno(file_), &st) == 0 &&
+      static_cast<uint64_t>(st.st_size) > offset_ + record_header_size)
+    body = static_cast<uint64_t>(st.st_size) - offset_ - record_header_size;
+  if (body == 0)
+    return fail(truncated_at(offset_));
+  if (body < record_footer_size || body - record_footer_size < length)
+    return fail(truncated_at(offset_ + record_header_size));
+  payload.resize(length);
+  char ftr[record_footer_size];
+  if (std::fread(payload.data(), 1, length, file_) != length ||
+      std::fread(ftr, 1, sizeof(ftr), file_) != sizeof(ftr))
+    return fail(truncated_at(offset_ + record_header_size));
+  if (mask_crc(crc32c(payload)) != get_le32(ftr))
+    return fail(corrupted_at(offset_ + record_header_size));
+  offset_ += record_header_size + length + record_footer_size;
+  return caf::none;
+}
+
+record_list read_record_file(const std::string& path) {
+  record_list result;
+  record_reader reader{path};
+  std::string payload;
+  for (;;) {
+    auto offset = reader.offset();
+    auto err = reader.next(payload);
+    if (err) {
+      if (!is(err, error_code::out_of_range))
+        result.error = std::move(err);
+      return result;
+    }
+    result.records.push_back(std::move(payload));
+    result.offsets.push_back(offset);
+  }
+}
+
+} // namespace quern

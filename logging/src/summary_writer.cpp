@@ -1,0 +1,375 @@
+#include "quern/summary/summary_writer.hpp"
+
+#include <array>
+#include <unordered_set>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/response_handle.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "quern/error.hpp"
+#include "quern/summary/event_file.hpp"
+
+namespace quern {
+
+namespace {
+
+/// The writer hands its buffer to the OS at the latest at this size.
+constexpr size_t max_buffered_bytes = size_t{1} << 20;
+
+/// Scalars per message sent by the blocking handle.
+constexpr size_t handle_batch_size = 4096;
+
+/// A blocking handle sends a partial batch when this much time has passed
+/// since its last send, so that a slow loop's events are not held back.
+constexpr auto handle_max_delay = std::chrono::milliseconds(20);
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+struct writer_state {
+  summary_writer_options opts;
+  event_file_writer file;
+  /// The log directory could not be created: answered to every request.
+  caf::error init_error;
+  /// A write failed and no request has been told yet.
+  caf::error write_error;
+  bool closed = false;
+  /// SW-3: starts at "0", so that the first events are flushed at once.
+  std::chrono::steady_clock::time_point next_flush{};
+  std::unordered_set<std::string> seen_tags;
+  uint32_t files = 0;
+  std::string last_path;
+
+  static inline const char* name = "quern.summary_writer";
+
+  ~writer_state() {
+    file.close(opts.sync); // errors have nowhere to go here
+  }
+
+  void init() {
+    init_error = create_log_directory(opts.logdir);
+    if (!init_error && !opts.filename_suffix.empty())
+      keep(open_file()); // SW-11: a suffix creates the file at once
+  }
+
+  caf::error open_file() {
+    if (file.is_open())
+      return caf::none;
+    if (auto err = file.create(opts.logdir, opts.filename_suffix, opts.sync))
+      return err;
+    ++files;
+    last_path = file.path();
+    next_flush = {};
+    return caf::none;
+  }
+
+  void keep(caf::error err) {
+    if (err && !write_error)
+      write_error = std::move(err);
+  }
+
+  /// Before appending: the error that stops this add, if any.
+  caf::error ready() {
+    if (init_error)
+      return init_error;
+    return open_file();
+  }
+
+  /// After appending a message's events: max_queue and flush_secs (SW-3).
+  caf::error after_events() {
+    if ((opts.max_queue > 0 &&
+         file.pending_events() >= static_cast<size_t>(opts.max_queue)) ||
+        file.pending_bytes() >= max_buffered_bytes)
+      if (auto err = file.write())
+        return err;
+    auto now = std::chrono::steady_clock::now();
+    if (now > next_flush) {
+      next_flush = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(opts.flush_secs));
+      return file.flush(opts.sync);
+    }
+    return caf::none;
+  }
+
+  /// Takes the pending write error (it is reported once).
+  caf::error take_write_error() { return std::exchange(write_error, caf::error{}); }
+
+  writer_status status() const {
+    writer_status st;
+    st.logdir = opts.logdir;
+    st.path = last_path;
+    st.events = file.events();
+    st.bytes_written = file.bytes_written();
+    st.files = files;
+    st.closed = closed;
+    return st;
+  }
+};
+
+using writer_pointer = summary_writer_actor::stateful_pointer<writer_state>;
+
+/// The end of an add_*: a request learns of an error now, a one-way message
+/// leaves it for the next request.
+caf::result<void> finish_add(writer_pointer self, caf::error err) {
+  auto& st = self->state;
+  if (!err)
+    err = self->current_mailbox_element()->mid.is_request() ? st.take_write_error()
+                                                            : caf::error{};
+  if (!err)
+    return caf::unit;
+  if (self->current_mailbox_element()->mid.is_request())
+    return err;
+  st.keep(std::move(err));
+  return caf::unit;
+}
+
+template <class Events>
+caf::result<void> add_events(writer_pointer self, const Events& events) {
+  auto& st = self->state;
+  if (st.closed) // SW-5: dropped after close()
+    return caf::unit;
+  if (auto err = st.ready())
+    return finish_add(self, std::move(err));
+  for (auto& ev : events)
+    st.file.append(ev);
+  return finish_add(self, st.after_events());
+}
+
+summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
+                                                        summary_writer_options opts) {
+  self->set_exception_handler(keep_exception_message);
+  self->state.opts = std::move(opts);
+  self->state.init();
+  return {
+      [=](add_scalars_atom, const std::vector<scalar_event>& batch) -> caf::result<void> {
+        return add_events(self, batch);
+      },
+      [=](add_summary_atom, std::vector<summary_value>& values,
+          int64_t step) -> caf::result<void> {
+        auto& st = self->state;
+        summary_event ev;
+        ev.wall_time = now_seconds();
+        ev.step = step;
+        ev.what = event_kind::summary;
+        ev.values = std::move(values);
+        if (!st.closed) {
+          // SW-7: metadata only the first time a tag is seen with it.
+          for (auto& v : ev.values) {
+            if (!v.has_metadata())
+              continue;
+            if (!st.seen_tags.insert(v.tag).second) {
+              v.plugin_name.clear();
+              v.plugin_content.clear();
+              v.display_name.clear();
+              v.description.clear();
+            }
+          }
+        }
+        return add_events(self, std::array<summary_event, 1>{std::move(ev)});
+      },
+      [=](add_events_atom, const std::vector<summary_event>& events)
+          -> caf::result<void> { return add_events(self, events); },
+      [=](flush_atom) -> caf::result<writer_status> {
+        auto& st = self->state;
+        if (st.init_error)
+          return st.init_error;
+        if (auto err = st.take_write_error())
+          return err;
+        if (auto err = st.file.flush(st.opts.sync))
+          return err;
+        return st.status();
+      },
+      [=](close_atom) -> caf::result<void> {
+        auto& st = self->state;
+        auto err = st.take_write_error();
+        auto close_err = st.file.close(st.opts.sync);
+        st.closed = true;
+        if (err)
+          return err;
+        if (close_err)
+          return close_err;
+        return caf::unit;
+      },
+      [=](reopen_atom) -> caf::result<void> {
+        auto& st = self->state;
+        if (!st.closed) // SW-5: reopen on an open writer does nothing
+          return caf::unit;
+        st.closed = false;
+        st.init();
+        if (st.init_error)
+          return st.init_error;
+        if (auto err = st.take_write_error())
+          return err;
+        return caf::unit;
+      },
+      [=](status_atom) -> writer_status { return self->state.status(); },
+  };
+}
+
+} // namespace
+
+summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
+                                          summary_writer_options opts) {
+  return sys.spawn<caf::detached>(summary_writer_impl, std::move(opts));
+}
+
+// -- blocking handle ----------------------------------------------------------
+
+namespace {
+
+summary_writer_options options_for(const std::string& logdir) {
+  summary_writer_options opts;
+  opts.logdir = logdir;
+  return opts;
+}
+
+} // namespace
+
+summary_writer::summary_writer(caf::actor_system& sys, summary_writer_options opts)
+    : self_(sys), writer_(spawn_summary_writer(sys, std::move(opts))), owner_(true) {
+  batch_.reserve(handle_batch_size);
+  // The writer answers every request, a failed log directory included.
+  caf::error err;
+  self_->request(writer_, caf::infinite, flush_atom::value)
+      .receive([](writer_status&) {}, [&](caf::error& e) { err = std::move(e); });
+  if (err) {
+    caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
+    throw_error(err);
+  }
+}
+
+summary_writer::summary_writer(caf::actor_system& sys, const std::string& logdir)
+    : summary_writer(sys, options_for(logdir)) {
+  // nop
+}
+
+summary_writer::summary_writer(caf::actor_system& sys, summary_writer_actor writer)
+    : self_(sys), writer_(std::move(writer)), owner_(false) {
+  batch_.reserve(handle_batch_size);
+}
+
+summary_writer::~summary_writer() {
+  try {
+    send_batch(true);
+    await_in_flight();
+  } catch (...) {
+    // dropped: call close() to see errors
+  }
+  if (owner_) {
+    self_->request(writer_, caf::infinite, close_atom::value)
+        .receive([] {}, [](caf::error&) {});
+    self_->send_exit(writer_, caf::exit_reason::user_shutdown);
+  }
+}
+
+void summary_writer::await_in_flight() {
+  if (!in_flight_)
+    return;
+  auto mid = *in_flight_;
+  in_flight_.reset();
+  caf::error err;
+  caf::response_handle<caf::blocking_actor, caf::message, true> rh{mid, self_.ptr()};
+  rh.receive([] {}, [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
+}
+
+void summary_writer::send_batch(bool force) {
+  if (batch_.empty())
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (!force && batch_.size() < handle_batch_size && now - last_send_ < handle_max_delay)
+    return;
+  // At most one batch in flight: the writer encodes one while this thread
+  // fills the next, and a write error reaches this thread one batch later.
+  await_in_flight();
+  auto rh =
+      self_->request(writer_, caf::infinite, add_scalars_atom::value, std::move(batch_));
+  in_flight_ = rh.id();
+  batch_.clear();
+  batch_.reserve(handle_batch_size);
+  last_send_ = now;
+}
+
+template <class... Ts>
+void summary_writer::call(Ts&&... xs) {
+  send_batch(true);
+  await_in_flight();
+  caf::error err;
+  self_->request(writer_, caf::infinite, std::forward<Ts>(xs)...)
+      .receive([] {}, [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
+}
+
+void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
+  scalar_event ev;
+  ev.wall_time = now_seconds();
+  ev.step = step;
+  ev.tag = tag;
+  ev.value = static_cast<float>(value);
+  batch_.push_back(std::move(ev));
+  send_batch(false);
+}
+
+void summary_writer::histogram(const std::string& tag, const std::vector<double>& values,
+                               int64_t step) {
+  add_summary({histogram_value(tag, values)}, step);
+}
+
+void summary_writer::text(const std::string& tag, const std::string& text, int64_t step) {
+  add_summary({text_value(tag, text)}, step);
+}
+
+void summary_writer::image(const std::string& tag, const std::string& png, int64_t step) {
+  add_summary({png_image_value(tag, png)}, step);
+}
+
+void summary_writer::add_summary(std::vector<summary_value> values, int64_t step) {
+  call(add_summary_atom::value, std::move(values), step);
+}
+
+void summary_writer::add_event(summary_event ev) {
+  call(add_events_atom::value, std::vector<summary_event>{std::move(ev)});
+}
+
+writer_status summary_writer::flush() {
+  send_batch(true);
+  await_in_flight();
+  writer_status result;
+  caf::error err;
+  self_->request(writer_, caf::infinite, flush_atom::value)
+      .receive([&](writer_status& st) { result = std::move(st); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
+  return result;
+}
+
+void summary_writer::close() {
+  call(close_atom::value);
+}
+
+void summary_writer::reopen() {
+  call(reopen_atom::value);
+}
+
+writer_status summary_writer::status() {
+  send_batch(true);
+  await_in_flight();
+  writer_status result;
+  self_->request(writer_, caf::infinite, status_atom::value)
+      .receive([&](writer_status& st) { result = std::move(st); },
+               [&](caf::error& e) { throw_error(e); });
+  return result;
+}
+
+} // namespace quern

@@ -1,0 +1,171 @@
+#include "quern/summary/values.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "quern/error.hpp"
+
+namespace quern {
+
+summary_value scalar_value(std::string tag, double value) {
+  summary_value v;
+  v.tag = std::move(tag);
+  v.kind = summary_kind::scalar;
+  v.simple_value = static_cast<float>(value);
+  return v;
+}
+
+const std::vector<double>& default_bucket_limits() {
+  // tensorflow/core/lib/histogram/histogram.cc, InitDefaultBucketsInner.
+  static const std::vector<double> limits = [] {
+    std::vector<double> pos;
+    for (double v = 1.0e-12; v < 1.0e20; v *= 1.1)
+      pos.push_back(v);
+    std::vector<double> result;
+    result.reserve(2 * pos.size() + 3);
+    result.push_back(-DBL_MAX);
+    for (auto i = pos.rbegin(); i != pos.rend(); ++i)
+      result.push_back(-*i);
+    result.push_back(0.0);
+    result.insert(result.end(), pos.begin(), pos.end());
+    result.push_back(DBL_MAX);
+    return result;
+  }();
+  return limits;
+}
+
+histogram_data make_histogram(const std::vector<double>& values) {
+  const auto& limits = default_bucket_limits();
+  std::vector<double> counts(limits.size(), 0.0);
+  histogram_data h;
+  h.min = DBL_MAX;
+  h.max = -DBL_MAX;
+  for (auto x : values) {
+    auto b = static_cast<size_t>(std::upper_bound(limits.begin(), limits.end(), x) -
+                                 limits.begin());
+    if (b == limits.size()) // x == DBL_MAX: TensorFlow would index past the end
+      --b;
+    counts[b] += 1.0;
+    h.min = std::min(h.min, x);
+    h.max = std::max(h.max, x);
+    h.num += 1.0;
+    h.sum += x;
+    h.sum_squares += x * x;
+  }
+  // Histogram::EncodeToProto(preserve_zero_buckets = false): each run of
+  // empty buckets becomes one entry with the run's last limit.
+  for (size_t i = 0; i < counts.size();) {
+    double end = limits[i];
+    double count = counts[i];
+    ++i;
+    if (count <= 0.0) {
+      while (i < counts.size() && counts[i] <= 0.0) {
+        end = limits[i];
+        count = counts[i];
+        ++i;
+      }
+    }
+    h.bucket_limit.push_back(end);
+    h.bucket.push_back(count);
+  }
+  if (h.bucket.empty()) {
+    h.bucket_limit.push_back(DBL_MAX);
+    h.bucket.push_back(0.0);
+  }
+  return h;
+}
+
+summary_value histogram_value(std::string tag, const std::vector<double>& values) {
+  for (auto x : values) {
+    if (std::isnan(x))
+      throw invalid_argument_error("Nan in summary histogram for: " + tag);
+    if (std::isinf(x))
+      throw invalid_argument_error("Infinity in summary histogram for: " + tag);
+  }
+  summary_value v;
+  v.tag = std::move(tag);
+  v.kind = summary_kind::histogram;
+  v.histo = make_histogram(values);
+  return v;
+}
+
+summary_value text_value(std::string tag, std::string text) {
+  return text_value(std::move(tag), std::vector<std::string>{std::move(text)}, {});
+}
+
+summary_value text_value(std::string tag, std::vector<std::string> strings,
+                         std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0)
+      throw invalid_argument_error("text summary '" + tag + "': negative dimension " +
+                                   std::to_string(d));
+    n *= d;
+  }
+  if (n != static_cast<int64_t>(strings.size()))
+    throw invalid_argument_error("text summary '" + tag + "': shape holds " +
+                                 std::to_string(n) + " strings, got " +
+                                 std::to_string(strings.size()));
+  summary_value v;
+  v.tag = std::move(tag);
+  v.kind = summary_kind::tensor;
+  v.strings = std::move(strings);
+  v.shape = std::move(shape);
+  v.plugin_name = "text";
+  v.plugin_content = "{}";
+  return v;
+}
+
+summary_value image_value(std::string tag, std::string encoded, int32_t height,
+                          int32_t width, int32_t colorspace) {
+  summary_value v;
+  v.tag = std::move(tag);
+  v.kind = summary_kind::image;
+  v.image.height = height;
+  v.image.width = width;
+  v.image.colorspace = colorspace;
+  v.image.encoded = std::move(encoded);
+  return v;
+}
+
+summary_value png_image_value(std::string tag, std::string png) {
+  // Signature (8 bytes), then the IHDR chunk: length (4), "IHDR", width and
+  // height (big-endian), bit depth, colour type.
+  static constexpr unsigned char sig[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (png.size() < 26 ||
+      !std::equal(
+          std::begin(sig), std::end(sig), png.begin(),
+          [](unsigned char a, char b) { return a == static_cast<unsigned char>(b); }) ||
+      png.compare(12, 4, "IHDR") != 0)
+    throw invalid_argument_error("image summary '" + tag + "': not a PNG image");
+  auto be32 = [&](size_t i) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k)
+      v = (v << 8) | static_cast<unsigned char>(png[i + k]);
+    return static_cast<int32_t>(v);
+  };
+  int32_t width = be32(16);
+  int32_t height = be32(20);
+  int32_t colorspace = 0;
+  switch (static_cast<unsigned char>(png[25])) {
+  case 0: // grayscale
+    colorspace = 1;
+    break;
+  case 4: // grayscale + alpha
+    colorspace = 2;
+    break;
+  case 2: // RGB
+  case 3: // palette, decoded to RGB
+    colorspace = 3;
+    break;
+  case 6: // RGBA
+    colorspace = 4;
+    break;
+  default:
+    throw invalid_argument_error("image summary '" + tag + "': unknown PNG colour type");
+  }
+  return image_value(std::move(tag), std::move(png), height, width, colorspace);
+}
+
+} // namespace quern

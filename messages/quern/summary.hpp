@@ -1,0 +1,200 @@
+#pragma once
+
+// The summary vocabulary that crosses actor boundaries: summary values,
+// events, the summary writer's atoms and its typed actor interface
+// (tf-semantics section 5). The encoding into TensorBoard's protobuf format
+// lives in logging/ (quern/summary/*.hpp); this header depends on CAF only.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "quern/atoms.hpp"
+
+namespace quern {
+
+// -- atoms of the summary writer (at most 10 characters each) --
+/// add_scalars(batch): scalar events, written in order, stamped by the sender.
+using add_scalars_atom = caf::atom_constant<caf::atom("add_scalar")>;
+/// add_summary(values, step): one Event{summary}, wall_time stamped on receipt (SW-6/7).
+using add_summary_atom = caf::atom_constant<caf::atom("add_summ")>;
+/// add_events(events): Events written as they are (SW-7 add_event).
+using add_events_atom = caf::atom_constant<caf::atom("add_events")>;
+/// flush(): everything received so far reaches the file (and the disk, SW-4).
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+/// reopen(): a closed writer accepts events again, into a new file (SW-5).
+using reopen_atom = caf::atom_constant<caf::atom("reopen")>;
+/// status(): where the writer stands (writer_status).
+using status_atom = caf::atom_constant<caf::atom("sw_status")>;
+// close() uses quern::close_atom (atoms.hpp).
+
+/// Which member of Summary.Value's `value` oneof is set (SW-32).
+enum class summary_kind : uint8_t {
+  scalar = 0,    // simple_value
+  histogram = 1, // histo
+  image = 2,     // image (already encoded, e.g. PNG)
+  tensor = 3,    // tensor (string tensors: the text plugin, SW-42)
+};
+
+/// HistogramProto (SW-33).
+struct histogram_data {
+  double min = 0;
+  double max = 0;
+  double num = 0;
+  double sum = 0;
+  double sum_squares = 0;
+  std::vector<double> bucket_limit;
+  std::vector<double> bucket;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, histogram_data& x) {
+    return f(caf::meta::type_name("quern::histogram_data"), x.min, x.max, x.num, x.sum,
+             x.sum_squares, x.bucket_limit, x.bucket);
+  }
+};
+
+/// Summary.Image (SW-32): the bytes are an encoded image (PNG), not pixels.
+struct image_data {
+  int32_t height = 0;
+  int32_t width = 0;
+  /// 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA, 5 DIGITAL_YUV, 6 BGRA.
+  int32_t colorspace = 0;
+  std::string encoded;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, image_data& x) {
+    return f(caf::meta::type_name("quern::image_data"), x.height, x.width, x.colorspace,
+             x.encoded);
+  }
+};
+
+/// One Summary.Value: a tag, optional metadata and one value of `kind`.
+/// Only the member that matches `kind` is encoded.
+struct summary_value {
+  std::string tag;
+  summary_kind kind = summary_kind::scalar;
+  /// kind == scalar: simple_value (TensorFlow converts to float32, SW-40).
+  float simple_value = 0;
+  /// kind == histogram.
+  histogram_data histo;
+  /// kind == image.
+  image_data image;
+  /// kind == tensor: a DT_STRING TensorProto with these string_val entries
+  /// and this shape (empty shape = scalar), SW-42.
+  std::vector<std::string> strings;
+  std::vector<int64_t> shape;
+  /// SummaryMetadata (SW-32); written only when one of them is non-empty.
+  std::string plugin_name;
+  std::string plugin_content;
+  std::string display_name;
+  std::string description;
+
+  bool has_metadata() const {
+    return !plugin_name.empty() || !plugin_content.empty() || !display_name.empty() ||
+           !description.empty();
+  }
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, summary_value& x) {
+    return f(caf::meta::type_name("quern::summary_value"), x.tag, x.kind, x.simple_value,
+             x.histo, x.image, x.strings, x.shape, x.plugin_name, x.plugin_content,
+             x.display_name, x.description);
+  }
+};
+
+/// Which member of Event's `what` oneof is set (SW-30).
+enum class event_kind : uint8_t {
+  none = 0,
+  file_version = 1,
+  graph_def = 2,
+  summary = 3,
+  log_message = 4,
+  session_log = 5,
+  tagged_run_metadata = 6,
+  meta_graph_def = 7,
+};
+
+/// One Event (SW-30/31). Only the members that match `what` are encoded.
+struct summary_event {
+  /// Seconds since the epoch; 0 is not written (proto3, SW-35).
+  double wall_time = 0;
+  /// 0 is not written (SW-35), the same bytes as "no step" (SW-6).
+  int64_t step = 0;
+  event_kind what = event_kind::summary;
+  /// what == summary.
+  std::vector<summary_value> values;
+  /// what == file_version: the version string; graph_def / meta_graph_def:
+  /// the serialized bytes; tagged_run_metadata: run_metadata; log_message:
+  /// the message; session_log: checkpoint_path.
+  std::string data;
+  /// tagged_run_metadata: tag; session_log: msg.
+  std::string text;
+  /// log_message: level (0, 10, 20, 30, 40, 50); session_log: status (0..3).
+  int32_t code = 0;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, summary_event& x) {
+    return f(caf::meta::type_name("quern::summary_event"), x.wall_time, x.step, x.what,
+             x.values, x.data, x.text, x.code);
+  }
+};
+
+/// The fast path: one Event{wall_time, step, summary{value{tag, simple_value}}}.
+struct scalar_event {
+  double wall_time = 0;
+  int64_t step = 0;
+  std::string tag;
+  float value = 0;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, scalar_event& x) {
+    return f(caf::meta::type_name("quern::scalar_event"), x.wall_time, x.step, x.tag,
+             x.value);
+  }
+};
+
+/// What status() reports.
+struct writer_status {
+  std::string logdir;
+  /// The file being written, or the last one written (empty: none yet).
+  std::string path;
+  /// Events accepted into the current file (the file_version record excluded).
+  uint64_t events = 0;
+  /// Bytes handed to the operating system for the current file.
+  uint64_t bytes_written = 0;
+  /// Files this writer has created.
+  uint32_t files = 0;
+  bool closed = false;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, writer_status& x) {
+    return f(caf::meta::type_name("quern::writer_status"), x.logdir, x.path, x.events,
+             x.bytes_written, x.files, x.closed);
+  }
+};
+
+/// The summary writer (FileWriter of tf-semantics section 5, see
+/// logging/quern/summary/summary_writer.hpp). Every request gets an answer:
+/// the result or a quern error.
+///   add_scalars(batch)        events in order
+///   add_summary(values, step) one Event{summary}, wall_time = now
+///   add_events(events)        Events as they are
+///   flush() -> writer_status  written and (unless disabled) synced to disk
+///   close()                   flush, close the file; later adds are dropped
+///   reopen()                  a closed writer accepts events into a new file
+///   status() -> writer_status
+/// The add_* messages may also be sent one-way: a write error is then kept
+/// and reported by the next request (any add_* request, flush or close).
+using summary_writer_actor = caf::typed_actor<
+    caf::reacts_to<add_scalars_atom, std::vector<scalar_event>>,
+    caf::reacts_to<add_summary_atom, std::vector<summary_value>, int64_t>,
+    caf::reacts_to<add_events_atom, std::vector<summary_event>>,
+    caf::replies_to<flush_atom>::with<writer_status>, caf::reacts_to<close_atom>,
+    caf::reacts_to<reopen_atom>, caf::replies_to<status_atom>::with<writer_status>>;
+
+} // namespace quern
