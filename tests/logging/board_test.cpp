@@ -1,0 +1,163 @@
+// quern-board, run as a separate process on event files written here.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "quern/summary/event_file.hpp"
+#include "quern/summary/reader.hpp"
+#include "quern/summary/values.hpp"
+#include "test_util.hpp"
+
+using namespace quern;
+using quern::test::temp_dir;
+
+namespace {
+
+struct run_result {
+  int status;
+  std::string out; // stdout and stderr, in that order
+  std::string err;
+};
+
+run_result board(const std::string& args, const std::string& scratch) {
+  auto err_file = scratch + "/stderr.txt";
+  auto cmd = std::string(QUERN_BOARD_PATH) + " " + args + " 2>" + err_file;
+  run_result r;
+  auto* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+    r.out.append(buf, n);
+  auto st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = test::read_file(err_file);
+  return r;
+}
+
+/// logdir/a: loss at steps 0..4 (values 10, 9, ... 6) and a histogram;
+/// logdir/b/c: acc at steps 1, 2 and a text summary.
+void write_runs(const std::string& logdir) {
+  std::filesystem::create_directories(logdir + "/a");
+  std::filesystem::create_directories(logdir + "/b/c");
+  event_file_writer a;
+  REQUIRE(
+      !a.create_at(logdir + "/a/events.out.tfevents.1700000000.host", 1700000000, false));
+  for (int step = 0; step < 5; ++step)
+    a.append(scalar_event{1700000000.0 + step, step, "loss", 10.0f - step});
+  summary_event h;
+  h.step = 4;
+  h.wall_time = 1700000010.0;
+  h.values.push_back(histogram_value("weights", {1, 2, 3}));
+  a.append(h);
+  REQUIRE(!a.close(false));
+  event_file_writer b;
+  REQUIRE(!b.create_at(logdir + "/b/c/events.out.tfevents.1700000000.host.1", 1700000000,
+                       false));
+  b.append(scalar_event{1700000001.25, 1, "acc", 0.5f});
+  b.append(scalar_event{1700000002.5, 2, "acc", 0.75f});
+  summary_event t;
+  t.step = 2;
+  t.values.push_back(text_value("note", "hello"));
+  b.append(t);
+  REQUIRE(!b.close(false));
+}
+
+} // namespace
+
+TEST_CASE("quern-board export prints the scalars as csv and json", "[board]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  auto csv = board("export " + (dir / "logs"), dir.path());
+  CHECK(csv.status == 0);
+  CHECK(csv.err.empty());
+  CHECK(csv.out == "run,tag,step,wall_time,value\n"
+                   "a,loss,0,1700000000.000000,10\n"
+                   "a,loss,1,1700000001.000000,9\n"
+                   "a,loss,2,1700000002.000000,8\n"
+                   "a,loss,3,1700000003.000000,7\n"
+                   "a,loss,4,1700000004.000000,6\n"
+                   "b/c,acc,1,1700000001.250000,0.5\n"
+                   "b/c,acc,2,1700000002.500000,0.75\n");
+  auto json = board("export " + (dir / "logs") + " --tag acc --format json", dir.path());
+  CHECK(json.status == 0);
+  CHECK(json.out == "[\n"
+                    "  {\"run\": \"b/c\", \"tag\": \"acc\", \"step\": 1, \"wall_time\": "
+                    "1700000001.250000, \"value\": 0.5},\n"
+                    "  {\"run\": \"b/c\", \"tag\": \"acc\", \"step\": 2, \"wall_time\": "
+                    "1700000002.500000, \"value\": 0.75}\n"
+                    "]\n");
+}
+
+TEST_CASE("quern-board inspect lists runs, tags, counts, steps and values", "[board]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  auto r = board("inspect " + (dir / "logs"), dir.path());
+  CHECK(r.status == 0);
+  INFO(r.out);
+  CHECK(r.out.find("Run: a\n") != std::string::npos);
+  CHECK(r.out.find("Run: b/c\n") != std::string::npos);
+  CHECK(r.out.find("7 records, brain.Event:2") != std::string::npos);
+  CHECK(
+      r.out.find("    loss  events 5  steps 0..4  first 10 (step 0)  last 6 (step 4)") !=
+      std::string::npos);
+  CHECK(r.out.find("  histograms\n    weights  events 1  steps 4..4") !=
+        std::string::npos);
+  CHECK(r.out.find("  text\n    note  events 1  steps 2..2") != std::string::npos);
+  CHECK(r.out.find(
+            "    acc  events 2  steps 1..2  first 0.5 (step 1)  last 0.75 (step 2)") !=
+        std::string::npos);
+}
+
+TEST_CASE("quern-board reports a damaged file after printing what was readable",
+          "[board][SW-22]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  auto path = dir / "logs/a/events.out.tfevents.1700000000.host";
+  auto bytes = test::read_file(path);
+  // Cut the record of the fourth scalar (record 4) inside its payload.
+  auto offsets = read_event_file(path).offsets;
+  REQUIRE(offsets.size() == 7);
+  auto cut = offsets[4];
+  test::write_file(path, bytes.substr(0, cut + 20));
+  auto r = board("export " + (dir / "logs") + " --tag loss", dir.path());
+  CHECK(r.status == 2);
+  CHECK(r.out == "run,tag,step,wall_time,value\n"
+                 "a,loss,0,1700000000.000000,10\n"
+                 "a,loss,1,1700000001.000000,9\n"
+                 "a,loss,2,1700000002.000000,8\n");
+  CHECK(r.err == "quern-board: " + path + ": DataLoss: truncated record at " +
+                     std::to_string(cut + 12) + " (4 records read before it)\n");
+  auto bad = bytes;
+  bad[40 + 20] ^= 0x10;
+  test::write_file(path, bad);
+  auto i = board("inspect " + (dir / "logs"), dir.path());
+  CHECK(i.status == 2);
+  CHECK(i.out.find("DAMAGED: DataLoss: corrupted record at 52") != std::string::npos);
+  CHECK(i.err.find("corrupted record at 52 (1 record read before it)") !=
+        std::string::npos);
+}
+
+TEST_CASE("quern-board refuses bad input with a clear message and exit 1", "[board]") {
+  temp_dir dir;
+  auto none = board("export " + (dir / "missing"), dir.path());
+  CHECK(none.status == 1);
+  CHECK(none.err == "quern-board: cannot read log directory '" + (dir / "missing") +
+                        "': No such file or directory\n");
+  auto empty = board("inspect " + dir.path(), dir.path());
+  CHECK(empty.status == 1);
+  CHECK(empty.err.find("no event files") != std::string::npos);
+  auto unknown = board("show " + dir.path(), dir.path());
+  CHECK(unknown.status == 1);
+  CHECK(unknown.err.find("unknown command 'show'") != std::string::npos);
+  auto fmt = board("export " + dir.path() + " --format xml", dir.path());
+  CHECK(fmt.status == 1);
+  CHECK(fmt.err.find("unknown format 'xml'") != std::string::npos);
+  auto opt = board("export " + dir.path() + " --bogus", dir.path());
+  CHECK(opt.status == 1);
+  CHECK(opt.err.find("bogus") != std::string::npos);
+  auto help = board("--help", dir.path());
+  CHECK(help.status == 0);
+  CHECK(help.out.find("quern-board export LOGDIR") != std::string::npos);
+}

@@ -1,0 +1,366 @@
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "quern/error.hpp"
+#include "quern/summary/event.hpp"
+#include "quern/summary/event_file.hpp"
+#include "quern/summary/reader.hpp"
+#include "quern/summary/record.hpp"
+#include "quern/summary/values.hpp"
+#include "test_util.hpp"
+
+using namespace quern;
+using quern::test::from_hex;
+using quern::test::golden;
+using quern::test::temp_dir;
+using quern::test::to_hex;
+
+namespace {
+
+std::string payload_of(const std::string& record) {
+  return record.substr(record_header_size,
+                       record.size() - record_header_size - record_footer_size);
+}
+
+summary_event scalar_event_of(double wall_time, int64_t step, std::string tag, float v) {
+  summary_event ev;
+  ev.wall_time = wall_time;
+  ev.step = step;
+  ev.values.push_back(scalar_value(std::move(tag), v));
+  return ev;
+}
+
+summary_event golden_histogram_event() {
+  summary_event ev;
+  ev.wall_time = 1700000001.0;
+  ev.step = 7;
+  ev.values.push_back(histogram_value("w", {0.0}));
+  return ev;
+}
+
+} // namespace
+
+TEST_CASE("SW-12 the file_version record is byte exact", "[SW-12][SW-30]") {
+  // 09 <wall_time 1700000000.0 LE> 1a 0d "brain.Event:2"
+  auto bytes = encode_event(file_version_event(1700000000.0));
+  CHECK(to_hex(bytes) == "09"
+                         "00000040fc54d941"
+                         "1a0d"
+                         "627261696e2e4576656e743a32");
+  std::string rec;
+  append_record(rec, bytes);
+  CHECK(to_hex(rec) == to_hex(golden("file_version.bin")));
+  CHECK(std::string(event_file_version) == "brain.Event:2");
+}
+
+TEST_CASE("SW-30 SW-40 a scalar event is byte exact", "[SW-30][SW-40]") {
+  // Event{wall_time 1700000000.5, step 42, summary{value{tag "loss", simple_value 0.25}}}
+  std::string expected = "09"
+                         "00002040fc54d941" // wall_time
+                         "102a"             // step 42
+                         "2a0d"             // summary, 13 bytes
+                         "0a0b"             //   value, 11 bytes
+                         "0a046c6f7373"     //     tag "loss"
+                         "150000803e";      //     simple_value 0.25f
+  auto ev = scalar_event_of(1700000000.5, 42, "loss", 0.25f);
+  CHECK(to_hex(encode_event(ev)) == expected);
+  scalar_event fast{1700000000.5, 42, "loss", 0.25f};
+  CHECK(to_hex(encode_event(fast)) == expected);
+  CHECK(to_hex(payload_of(golden("scalar.bin"))) == expected);
+  // The reusing encoder frames the same bytes, call after call.
+  event_encoder enc;
+  std::string out;
+  enc.append_scalar(out, fast);
+  enc.append_scalar(out, fast);
+  CHECK(out == golden("scalar.bin") + golden("scalar.bin"));
+}
+
+TEST_CASE("SW-35 proto3 presence rules", "[SW-35]") {
+  // step 0 and wall_time 0 are not written; simple_value 0 is (oneof member).
+  auto bytes = encode_event(scalar_event_of(0, 0, "a", 0.0f));
+  CHECK(to_hex(bytes) == "2a0a"
+                         "0a08"
+                         "0a0161"
+                         "1500000000");
+  event_encoder enc;
+  std::string out;
+  enc.append_scalar(out, 0, 0, "a", 0.0f);
+  CHECK(to_hex(payload_of(out)) == to_hex(bytes));
+  // An empty file_version is still written (oneof member).
+  summary_event v;
+  v.what = event_kind::file_version;
+  CHECK(to_hex(encode_event(v)) == "1a00");
+  // A negative step is a 10-byte varint.
+  auto neg = encode_event(scalar_event_of(0, -1, "a", 1.0f));
+  CHECK(to_hex(neg.substr(0, 11)) == "10ffffffffffffffffff01");
+}
+
+TEST_CASE("SW-41 default histogram buckets", "[SW-41]") {
+  auto& limits = default_bucket_limits();
+  REQUIRE(limits.size() == 1551);
+  CHECK(limits.front() == -DBL_MAX);
+  CHECK(limits.back() == DBL_MAX);
+  // 774 negated limits, 0, 774 positive limits (1e-12 * 1.1^k < 1e20).
+  CHECK(limits[775] == 0.0);
+  CHECK(limits[776] == 1e-12);
+  CHECK(limits[774] == -1e-12);
+  CHECK(limits[777] == 1e-12 * 1.1);
+  CHECK(limits[1] == -limits[1549]);
+  CHECK(limits[1549] < 1e20);
+  CHECK(limits[1549] * 1.1 >= 1e20);
+  CHECK(std::is_sorted(limits.begin(), limits.end()));
+  for (size_t i = 1; i < 775; ++i)
+    CHECK(limits[i] == -limits[1550 - i]);
+}
+
+TEST_CASE("SW-41 SW-33 a histogram event is byte exact", "[SW-41][SW-33]") {
+  auto h = make_histogram({0.0});
+  // 0.0 falls into the first bucket whose limit is > 0: (0, 1e-12].
+  CHECK(h.bucket_limit == std::vector<double>{0.0, 1e-12, DBL_MAX});
+  CHECK(h.bucket == std::vector<double>{0, 1, 0});
+  CHECK(h.num == 1);
+  auto bytes = encode_event(golden_histogram_event());
+  CHECK(to_hex(bytes) == to_hex(payload_of(golden("histogram.bin"))));
+  CHECK(to_hex(bytes) == "09"
+                         "00004040fc54d941"
+                         "1007"
+                         "2a44"
+                         "0a42"
+                         "0a0177"
+                         "2a3d"
+                         "19000000000000f03f" // num 1
+                         "3218"
+                         "0000000000000000"
+                         "11ea2d819997713d"
+                         "ffffffffffffef7f" // limits
+                         "3a18"
+                         "0000000000000000"
+                         "000000000000f03f"
+                         "0000000000000000"); // counts
+}
+
+TEST_CASE("SW-41 the empty histogram", "[SW-41]") {
+  auto h = make_histogram({});
+  CHECK(h.min == DBL_MAX);
+  CHECK(h.max == -DBL_MAX);
+  CHECK(h.num == 0);
+  CHECK(h.bucket_limit == std::vector<double>{DBL_MAX});
+  CHECK(h.bucket == std::vector<double>{0});
+  summary_event ev;
+  ev.values.push_back(histogram_value("e", {}));
+  CHECK(to_hex(encode_event(ev)) == "2a2d"
+                                    "0a2b"
+                                    "0a0165"
+                                    "2a26"
+                                    "09ffffffffffffef7f"   // min DBL_MAX
+                                    "11ffffffffffffefff"   // max -DBL_MAX
+                                    "3208ffffffffffffef7f" // bucket_limit
+                                    "3a080000000000000000");
+}
+
+TEST_CASE("SW-41 histogram statistics and bucket runs", "[SW-41]") {
+  auto& limits = default_bucket_limits();
+  std::vector<double> xs = {-3.5, 1.0, 1.0, 2.0, 1e6};
+  auto h = make_histogram(xs);
+  CHECK(h.min == -3.5);
+  CHECK(h.max == 1e6);
+  CHECK(h.num == 5);
+  CHECK(h.sum == -3.5 + 1 + 1 + 2 + 1e6);
+  CHECK(h.sum_squares == 3.5 * 3.5 + 1 + 1 + 4 + 1e12);
+  // Every value counted once, in the bucket whose limit is the first > x.
+  double total = 0;
+  for (size_t i = 0; i < h.bucket.size(); ++i) {
+    total += h.bucket[i];
+    if (h.bucket[i] > 0) {
+      auto it = std::find(limits.begin(), limits.end(), h.bucket_limit[i]);
+      REQUIRE(it != limits.end());
+      size_t idx = static_cast<size_t>(it - limits.begin());
+      for (auto x : xs)
+        if (x < limits[idx] && (idx == 0 || x >= limits[idx - 1]))
+          CHECK(h.bucket[i] >= 1);
+    }
+    if (i > 0) // never two empty runs in a row
+      CHECK(!(h.bucket[i] == 0 && h.bucket[i - 1] == 0));
+  }
+  CHECK(total == 5);
+  CHECK(h.bucket_limit.back() == DBL_MAX);
+  // NaN and infinities are refused with TensorFlow's texts.
+  CHECK_THROWS_WITH(histogram_value("w", {1.0, std::nan("")}),
+                    "Nan in summary histogram for: w");
+  CHECK_THROWS_AS(histogram_value("w", {HUGE_VAL}), invalid_argument_error);
+  CHECK_THROWS_WITH(histogram_value("w", {-HUGE_VAL}),
+                    "Infinity in summary histogram for: w");
+}
+
+TEST_CASE("SW-42 a text summary is byte exact", "[SW-42]") {
+  summary_event ev;
+  ev.values.push_back(text_value("t", "hi"));
+  // value{tag "t", tensor{dtype DT_STRING, tensor_shape{} (present, empty),
+  // string_val "hi"}, metadata{plugin_data{plugin_name "text", content "{}"}}}
+  CHECK(to_hex(encode_event(ev)) == "2a1d"
+                                    "0a1b"
+                                    "0a0174"
+                                    "4208"
+                                    "0807"
+                                    "1200"
+                                    "42026869"
+                                    "4a0c"
+                                    "0a0a"
+                                    "0a0474657874"
+                                    "12027b7d");
+  auto v = text_value("m", {"a", "b", "c", "d", "e", "f"}, {2, 3});
+  CHECK(v.shape == std::vector<int64_t>{2, 3});
+  CHECK_THROWS_AS(text_value("m", {"a"}, {2}), invalid_argument_error);
+}
+
+TEST_CASE("SW-32 an image summary is byte exact", "[SW-32]") {
+  summary_event ev;
+  ev.values.push_back(image_value("img", "PNG", 2, 3, 4));
+  CHECK(to_hex(encode_event(ev)) == "2a14"
+                                    "0a12"
+                                    "0a03696d67"
+                                    "220b"
+                                    "0802"
+                                    "1003"
+                                    "1804"
+                                    "2203504e47");
+  // Height, width and colour type are read from a PNG header.
+  std::string png = from_hex("89504e470d0a1a0a"
+                             "0000000d"
+                             "49484452"
+                             "00000010"
+                             "00000020"
+                             "08"
+                             "06"
+                             "000000"
+                             "00000000");
+  auto v = png_image_value("p", png);
+  CHECK(v.image.width == 16);
+  CHECK(v.image.height == 32);
+  CHECK(v.image.colorspace == 4); // RGBA
+  CHECK(v.image.encoded == png);
+  CHECK_THROWS_AS(png_image_value("p", "not a png"), invalid_argument_error);
+}
+
+TEST_CASE("SW-30 SW-31 every event kind round-trips through encode and decode",
+          "[SW-30][SW-31]") {
+  std::vector<summary_event> events;
+  events.push_back(file_version_event(12.0));
+  auto s = scalar_event_of(1.5, 3, "a/b", -2.5f);
+  s.values.push_back(histogram_value("h", {1, 2, 3}));
+  s.values.push_back(text_value("t", {"x", "y"}, {2}));
+  s.values.push_back(image_value("i", std::string("\0\1\2", 3), 1, 1, 1));
+  s.values.back().display_name = "shown";
+  s.values.back().description = "described";
+  events.push_back(s);
+  summary_event log;
+  log.what = event_kind::log_message;
+  log.code = 30;
+  log.data = "careful";
+  events.push_back(log);
+  summary_event sl;
+  sl.what = event_kind::session_log;
+  sl.code = 3;
+  sl.data = "/ckpt/model-100";
+  sl.text = "saved";
+  sl.step = 100;
+  events.push_back(sl);
+  summary_event rm;
+  rm.what = event_kind::tagged_run_metadata;
+  rm.text = "step1";
+  rm.data = std::string("\x01\x02\x00", 3);
+  events.push_back(rm);
+  for (auto kind : {event_kind::graph_def, event_kind::meta_graph_def}) {
+    summary_event g;
+    g.what = kind;
+    g.data = "graph bytes";
+    events.push_back(g);
+  }
+  for (auto& ev : events) {
+    auto back = decode_event(encode_event(ev));
+    REQUIRE(back);
+    CHECK(back->what == ev.what);
+    CHECK(back->wall_time == ev.wall_time);
+    CHECK(back->step == ev.step);
+    CHECK(back->data == ev.data);
+    CHECK(back->text == ev.text);
+    CHECK(back->code == ev.code);
+    REQUIRE(back->values.size() == ev.values.size());
+    for (size_t i = 0; i < ev.values.size(); ++i) {
+      auto& a = ev.values[i];
+      auto& b = back->values[i];
+      CHECK(b.tag == a.tag);
+      CHECK(b.kind == a.kind);
+      CHECK(b.simple_value == a.simple_value);
+      CHECK(b.histo.bucket == a.histo.bucket);
+      CHECK(b.histo.bucket_limit == a.histo.bucket_limit);
+      CHECK(b.histo.sum == a.histo.sum);
+      CHECK(b.strings == a.strings);
+      CHECK(b.shape == a.shape);
+      CHECK(b.image.encoded == a.image.encoded);
+      CHECK(b.plugin_name == a.plugin_name);
+      CHECK(b.plugin_content == a.plugin_content);
+      CHECK(b.display_name == a.display_name);
+      CHECK(b.description == a.description);
+    }
+  }
+  CHECK(!decode_event("\xff\xff\xff"));
+}
+
+TEST_CASE("SW-10 SW-12 event file writer output equals the golden file",
+          "[SW-10][SW-12][SW-20]") {
+  CHECK(event_file_name(1700000000, "host", "") == "events.out.tfevents.1700000000.host");
+  CHECK(event_file_name(42, "h", ".v2") == "events.out.tfevents.0000000042.h.v2");
+  temp_dir dir;
+  {
+    event_file_writer w;
+    REQUIRE(!w.create_at(dir / "events.out.tfevents.golden", 1700000000.0, false));
+    w.append(scalar_event{1700000000.5, 42, "loss", 0.25f});
+    w.append(golden_histogram_event());
+    CHECK(w.events() == 2);
+    REQUIRE(!w.close(false));
+  }
+  auto bytes = test::read_file(dir / "events.out.tfevents.golden");
+  CHECK(to_hex(bytes) == to_hex(golden("events.bin")));
+  auto contents = read_event_file(dir / "events.out.tfevents.golden");
+  CHECK(!contents.error);
+  REQUIRE(contents.events.size() == 3);
+  CHECK(contents.offsets == std::vector<uint64_t>{0, 40, 82});
+  CHECK(contents.events[0].data == "brain.Event:2");
+  CHECK(contents.events[1].values[0].simple_value == 0.25f);
+  CHECK(contents.events[2].values[0].histo.num == 1);
+}
+
+TEST_CASE("SW-22 event files with damage are read up to the damage", "[SW-22]") {
+  temp_dir dir;
+  auto gold = golden("events.bin"); // records at 0, 40 and 82
+  test::write_file(dir / "trunc.tfevents", gold.substr(0, 100));
+  auto t = read_event_file(dir / "trunc.tfevents");
+  CHECK(t.events.size() == 2);
+  CHECK(message_of(t.error) == "truncated record at 94");
+  auto bad = gold;
+  bad[60] ^= 1;
+  test::write_file(dir / "bad.tfevents", bad);
+  auto b = read_event_file(dir / "bad.tfevents");
+  CHECK(b.events.size() == 1);
+  CHECK(message_of(b.error) == "corrupted record at 52");
+  CHECK(is(b.error, error_code::data_loss));
+  // A record whose CRCs hold but whose payload is not an Event.
+  std::string junk = gold.substr(0, 40);
+  append_record(junk, "\xff\xff\xff\xff");
+  test::write_file(dir / "junk.tfevents", junk);
+  auto j = read_event_file(dir / "junk.tfevents");
+  CHECK(j.events.size() == 1);
+  CHECK(message_of(j.error) == "cannot parse Event at 40");
+}
+
+TEST_CASE("SW-13 a full disk is an error naming the file and the reason", "[SW-13]") {
+  event_file_writer w;
+  auto err = w.create_at("/dev/full", 1.0, false);
+  CHECK(is(err, error_code::resource_exhausted));
+  CHECK(message_of(err) ==
+        "cannot write to event file '/dev/full': No space left on device");
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes the golden event-file records of tests/logging, computed by hand
+from tf-semantics section 5 with no protobuf library: wire keys of SW-30..33,
+proto3 presence rules of SW-35, TFRecord framing of SW-20 and a bitwise
+CRC-32C of SW-21. Run it from this directory; the .bin files are committed.
+
+  file_version.bin  Event{wall_time=1700000000.0, file_version="brain.Event:2"}
+  scalar.bin        Event{wall_time=1700000000.5, step=42,
+                          summary{value{tag="loss", simple_value=0.25}}}
+  histogram.bin     Event{wall_time=1700000001.0, step=7,
+                          summary{value{tag="w", histo of the values {0.0}}}}
+                    histo = {num=1, bucket_limit=[0.0, 1e-12, DBL_MAX],
+                             bucket=[0, 1, 0]} (min=max=sum=sum_squares=0
+                    are proto3 defaults and are not written)
+  events.bin        the three records above, one after the other
+"""
+import struct
+import sys
+
+DBL_MAX = sys.float_info.max
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def mask(crc):
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283
+assert crc32c(bytes(32)) == 0x8A9136AA
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def ld(key, payload):  # length-delimited field
+    return bytes([key]) + varint(len(payload)) + payload
+
+
+def dbl(key, x):
+    return bytes([key]) + struct.pack("<d", x)
+
+
+def record(payload):
+    header = struct.pack("<Q", len(payload))
+    return (header + struct.pack("<I", mask(crc32c(header))) + payload +
+            struct.pack("<I", mask(crc32c(payload))))
+
+
+file_version = dbl(0x09, 1700000000.0) + ld(0x1A, b"brain.Event:2")
+
+scalar_value = ld(0x0A, b"loss") + b"\x15" + struct.pack("<f", 0.25)
+scalar = (dbl(0x09, 1700000000.5) + b"\x10" + varint(42) +
+          ld(0x2A, ld(0x0A, scalar_value)))
+
+limits = [0.0, 1e-12, DBL_MAX]
+counts = [0.0, 1.0, 0.0]
+histo = (dbl(0x19, 1.0) +
+         ld(0x32, b"".join(struct.pack("<d", x) for x in limits)) +
+         ld(0x3A, b"".join(struct.pack("<d", x) for x in counts)))
+histo_value = ld(0x0A, b"w") + ld(0x2A, histo)
+histogram = (dbl(0x09, 1700000001.0) + b"\x10" + varint(7) +
+             ld(0x2A, ld(0x0A, histo_value)))
+
+files = {
+    "file_version.bin": record(file_version),
+    "scalar.bin": record(scalar),
+    "histogram.bin": record(histogram),
+}
+files["events.bin"] = b"".join(files[k] for k in
+                               ("file_version.bin", "scalar.bin", "histogram.bin"))
+for name, data in files.items():
+    with open(name, "wb") as f:
+        f.write(data)
+    print(name, len(data), data.hex())

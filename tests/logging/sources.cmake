@@ -1,0 +1,14 @@
+quern_add_test_suite(test_logging
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/record_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/event_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
+  LIBS quern::logging)
+target_compile_definitions(test_logging PRIVATE
+  QUERN_LOGGING_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
+if(TARGET quern-board)
+  add_dependencies(test_logging quern-board)
+  target_compile_definitions(test_logging PRIVATE
+    QUERN_BOARD_PATH="$<TARGET_FILE:quern-board>")
+endif()

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace quern::test {
+
+/// A fresh directory under /tmp, removed with everything in it at scope exit.
+class temp_dir {
+public:
+  temp_dir() {
+    std::string templ =
+        (std::filesystem::temp_directory_path() / "quern-log-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr)
+      FAIL("mkdtemp failed");
+    path_ = templ;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+  std::string path_;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+inline std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+/// The golden files of tests/logging/golden (see make_golden.py there).
+inline std::string golden(const std::string& name) {
+  auto path = std::string(QUERN_LOGGING_GOLDEN_DIR) + "/" + name;
+  auto bytes = read_file(path);
+  if (bytes.empty())
+    FAIL("missing golden file " << path);
+  return bytes;
+}
+
+/// The event files in `dir`, sorted.
+inline std::vector<std::string> event_files(const std::string& dir) {
+  std::vector<std::string> result;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().find("tfevents") != std::string::npos)
+      result.push_back(e.path().string());
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+} // namespace quern::test

@@ -1,0 +1,560 @@
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <sys/resource.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "quern/error.hpp"
+#include "quern/messages.hpp"
+#include "quern/summary/event.hpp"
+#include "quern/summary/event_file.hpp"
+#include "quern/summary/reader.hpp"
+#include "quern/summary/record.hpp"
+#include "quern/summary/summary_writer.hpp"
+#include "test_util.hpp"
+
+using namespace quern;
+using quern::test::event_files;
+using quern::test::temp_dir;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The only event file in `dir`, read; fails the test when there is not
+/// exactly one or when it is damaged.
+event_file_contents only_file(const std::string& dir) {
+  auto files = event_files(dir);
+  REQUIRE(files.size() == 1);
+  auto c = read_event_file(files[0]);
+  INFO(message_of(c.error));
+  REQUIRE(!c.error);
+  return c;
+}
+
+/// scalar events (tag, step) in file order, file_version record skipped.
+std::vector<std::pair<std::string, int64_t>> scalars_of(const event_file_contents& c) {
+  std::vector<std::pair<std::string, int64_t>> result;
+  for (auto& ev : c.events)
+    if (ev.what == event_kind::summary)
+      for (auto& v : ev.values)
+        if (v.kind == summary_kind::scalar)
+          result.emplace_back(v.tag, ev.step);
+  return result;
+}
+
+summary_writer_options quiet(const std::string& logdir) {
+  summary_writer_options opts;
+  opts.logdir = logdir;
+  opts.sync = false; // keep tests fast: no fsync
+  return opts;
+}
+
+caf::error request_error(caf::scoped_actor& self, const summary_writer_actor& w,
+                         std::vector<scalar_event> batch) {
+  caf::error err;
+  self->request(w, caf::infinite, add_scalars_atom::value, std::move(batch))
+      .receive([] {}, [&](caf::error& e) { err = std::move(e); });
+  return err;
+}
+
+writer_status status_of(caf::scoped_actor& self, const summary_writer_actor& w) {
+  writer_status st;
+  self->request(w, caf::infinite, status_atom::value)
+      .receive([&](writer_status& s) { st = s; },
+               [&](caf::error& e) { FAIL(to_string(e)); });
+  return st;
+}
+
+} // namespace
+
+TEST_CASE("SW-10 SW-12 file name and first record", "[SW-10][SW-12][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  auto logdir = dir / "runs/a"; // SW-1: created recursively
+  auto before = static_cast<int64_t>(std::time(nullptr));
+  {
+    summary_writer w{sys, quiet(logdir)};
+    w.scalar("loss", 1.5, 3);
+    auto st = w.flush();
+    auto after = static_cast<int64_t>(std::time(nullptr));
+    auto name = fs::path(st.path).filename().string();
+    INFO(name);
+    REQUIRE(name.rfind("events.out.tfevents.", 0) == 0);
+    auto secs = std::stoll(name.substr(20, 10));
+    CHECK(secs >= before);
+    CHECK(secs <= after);
+    CHECK(name == event_file_name(secs, host_name(), ""));
+    CHECK(fs::path(st.path).parent_path() == fs::path(logdir));
+    auto c = read_event_file(st.path);
+    REQUIRE(c.events.size() == 2);
+    // First record: Event{wall_time = T of the name, file_version}.
+    auto bytes = test::read_file(st.path);
+    std::string first;
+    append_record(first, encode_event(file_version_event(static_cast<double>(secs))));
+    CHECK(test::to_hex(bytes.substr(0, first.size())) == test::to_hex(first));
+    CHECK(c.events[1].step == 3);
+    CHECK(c.events[1].values.at(0).tag == "loss");
+    CHECK(c.events[1].values.at(0).simple_value == 1.5f);
+    CHECK(c.events[1].wall_time >= static_cast<double>(before));
+  }
+}
+
+TEST_CASE("SW-11 no event and no suffix: no file; a suffix creates the file at once",
+          "[SW-11][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  {
+    summary_writer w{sys, quiet(dir / "none")};
+    w.flush();
+    w.close();
+  }
+  CHECK(fs::is_directory(dir / "none"));
+  CHECK(event_files(dir / "none").empty());
+  auto opts = quiet(dir / "suffixed");
+  opts.filename_suffix = ".v2";
+  summary_writer w{sys, opts};
+  auto st = w.status();
+  CHECK(st.files == 1);
+  auto files = event_files(dir / "suffixed");
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].size() > 3);
+  CHECK(files[0].substr(files[0].size() - 3) == ".v2");
+  CHECK(read_event_file(files[0]).events.size() == 1); // the file_version record
+}
+
+TEST_CASE("SW-6 SW-7 every value kind round-trips writer to reader", "[SW-7][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  std::string png = test::from_hex("89504e470d0a1a0a0000000d4948445200000002000000030802"
+                                   "000000"
+                                   "deadbeef");
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    w.scalar("s", 0.5, 1);
+    w.histogram("h", {1.0, 2.0, 2.0}, 2);
+    w.text("t", "hello", 3);
+    w.image("i", png, 4);
+    // SW-7: metadata kept only the first time a tag is seen with it.
+    auto with_md = scalar_value("m", 1.0);
+    with_md.display_name = "M";
+    w.add_summary({with_md, scalar_value("n", 2.0)}, 5);
+    w.add_summary({with_md}, 6);
+    summary_event log;
+    log.what = event_kind::log_message;
+    log.wall_time = 123.0;
+    log.step = 7;
+    log.code = 40;
+    log.data = "bad";
+    w.add_event(log); // as is
+    summary_event ses;
+    ses.what = event_kind::session_log;
+    ses.code = 1;
+    w.add_event(ses);
+    w.scalar("s", -0.5, 8);
+    w.close();
+  }
+  auto c = only_file(dir.path());
+  REQUIRE(c.events.size() == 10);
+  CHECK(c.events[0].what == event_kind::file_version);
+  auto& s = c.events[1];
+  CHECK(s.values.at(0).simple_value == 0.5f);
+  auto& h = c.events[2].values.at(0);
+  CHECK(h.kind == summary_kind::histogram);
+  CHECK(h.histo.num == 3);
+  CHECK(h.histo.sum == 5);
+  CHECK(h.histo.bucket_limit == make_histogram({1.0, 2.0, 2.0}).bucket_limit);
+  auto& t = c.events[3].values.at(0);
+  CHECK(t.kind == summary_kind::tensor);
+  CHECK(t.strings == std::vector<std::string>{"hello"});
+  CHECK(t.plugin_name == "text");
+  CHECK(t.plugin_content == "{}");
+  auto& i = c.events[4].values.at(0);
+  CHECK(i.kind == summary_kind::image);
+  CHECK(i.image.width == 2);
+  CHECK(i.image.height == 3);
+  CHECK(i.image.colorspace == 3);
+  CHECK(i.image.encoded == png);
+  CHECK(c.events[5].values.size() == 2);
+  CHECK(c.events[5].values[0].display_name == "M");
+  CHECK(c.events[6].values.at(0).display_name.empty()); // metadata dropped
+  CHECK(c.events[6].step == 6);
+  CHECK(c.events[7].what == event_kind::log_message);
+  CHECK(c.events[7].wall_time == 123.0);
+  CHECK(c.events[7].data == "bad");
+  CHECK(c.events[8].what == event_kind::session_log);
+  CHECK(c.events[8].code == 1);
+  CHECK(c.events[9].values.at(0).simple_value == -0.5f);
+  CHECK(c.events[8].wall_time == 0.0); // add_event: as is, no stamp
+  for (size_t k = 1; k < c.events.size(); ++k)
+    if (k != 7 && k != 8)
+      CHECK(c.events[k].wall_time > 1.6e9); // stamped when added (SW-6)
+}
+
+TEST_CASE("SW-2 many actors write one file at once, every event exactly once",
+          "[SW-2][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  constexpr int writers = 8;
+  constexpr int per_writer = 600;
+  {
+    auto opts = quiet(dir.path());
+    opts.max_queue = 7;
+    auto w = spawn_summary_writer(sys, opts);
+    caf::scoped_actor self{sys};
+    auto parent = caf::actor{self};
+    for (int k = 0; k < writers; ++k) {
+      sys.spawn([=](caf::event_based_actor* a) {
+        auto tag = "w" + std::to_string(k);
+        int step = 0;
+        // Batches of varying size, a few single events through add_events,
+        // all one-way, then a flush request that tells the parent.
+        while (step < per_writer) {
+          if (step % 50 == 49) {
+            summary_event ev;
+            ev.step = step;
+            ev.values.push_back(scalar_value(tag, step));
+            a->send(w, add_events_atom::value, std::vector<summary_event>{ev});
+            ++step;
+            continue;
+          }
+          std::vector<scalar_event> batch;
+          for (int n = 0; n < 1 + step % 13 && step < per_writer && step % 50 != 49; ++n)
+            batch.push_back(scalar_event{1.0, step++, tag, 1.0f});
+          a->send(w, add_scalars_atom::value, std::move(batch));
+        }
+        a->request(w, caf::infinite, flush_atom::value)
+            .then([=](const writer_status&) { a->send(parent, k); },
+                  [=](caf::error& e) { a->send(parent, -1 - k, to_string(e)); });
+      });
+    }
+    // Meanwhile, four threads with blocking handles on the same writer.
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+      threads.emplace_back([&sys, w, k] {
+        summary_writer h{sys, w}; // not owning
+        for (int step = 0; step < per_writer; ++step)
+          h.scalar("h" + std::to_string(k), step, step);
+        h.flush();
+      });
+    int done = 0;
+    for (int k = 0; k < writers; ++k)
+      self->receive([&](int) { ++done; },
+                    [&](int, const std::string& e) { FAIL("flush failed: " << e); });
+    for (auto& t : threads)
+      t.join();
+    CHECK(done == writers);
+    self->request(w, caf::infinite, close_atom::value)
+        .receive([] {}, [](caf::error& e) { FAIL(to_string(e)); });
+    self->send_exit(w, caf::exit_reason::user_shutdown);
+  }
+  auto c = only_file(dir.path());
+  auto scalars = scalars_of(c);
+  CHECK(scalars.size() == (writers + 4) * per_writer);
+  std::map<std::string, std::vector<int64_t>> by_tag;
+  for (auto& [tag, step] : scalars)
+    by_tag[tag].push_back(step);
+  CHECK(by_tag.size() == writers + 4);
+  for (auto& [tag, steps] : by_tag) {
+    INFO(tag);
+    REQUIRE(steps.size() == per_writer);
+    // Each writer's events are in its order, each exactly once.
+    for (int i = 0; i < per_writer; ++i)
+      CHECK(steps[i] == i);
+  }
+}
+
+TEST_CASE("SW-3 flush policy: max_queue and flush_secs", "[SW-3][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto one = [](int step) { return std::vector<scalar_event>{{1.0, step, "x", 1.0f}}; };
+  SECTION("max_queue bounds the events held back; a long flush_secs holds the rest") {
+    temp_dir dir;
+    auto opts = quiet(dir.path());
+    opts.max_queue = 3;
+    opts.flush_secs = 1e6;
+    auto w = spawn_summary_writer(sys, opts);
+    REQUIRE(!request_error(self, w, one(1)));
+    auto path = status_of(self, w).path;
+    auto size1 = fs::file_size(path); // the first event is flushed at once
+    CHECK(read_event_file(path).events.size() == 2);
+    REQUIRE(!request_error(self, w, one(2)));
+    REQUIRE(!request_error(self, w, one(3)));
+    CHECK(fs::file_size(path) == size1); // 2 events held back (< max_queue)
+    CHECK(status_of(self, w).events == 3);
+    REQUIRE(!request_error(self, w, one(4))); // the third held event: written
+    CHECK(fs::file_size(path) > size1);
+    CHECK(read_event_file(path).events.size() == 5);
+    auto size4 = fs::file_size(path);
+    REQUIRE(!request_error(self, w, one(5)));
+    CHECK(fs::file_size(path) == size4);
+    writer_status st;
+    self->request(w, caf::infinite, flush_atom::value)
+        .receive([&](writer_status& s) { st = s; },
+                 [](caf::error& e) { FAIL(to_string(e)); });
+    CHECK(fs::file_size(path) > size4); // flush() writes everything (SW-4)
+    CHECK(st.bytes_written == fs::file_size(path));
+    CHECK(read_event_file(path).events.size() == 6);
+    self->send_exit(w, caf::exit_reason::user_shutdown);
+  }
+  SECTION("flush_secs 0 flushes after every event") {
+    temp_dir dir;
+    auto opts = quiet(dir.path());
+    opts.max_queue = 1000;
+    opts.flush_secs = 0;
+    auto w = spawn_summary_writer(sys, opts);
+    for (int step = 1; step <= 5; ++step) {
+      REQUIRE(!request_error(self, w, one(step)));
+      auto path = status_of(self, w).path;
+      CHECK(read_event_file(path).events.size() == static_cast<size_t>(step + 1));
+    }
+    self->send_exit(w, caf::exit_reason::user_shutdown);
+  }
+  SECTION("max_queue <= 0: nothing held back is written before flush or close") {
+    temp_dir dir;
+    auto opts = quiet(dir.path());
+    opts.max_queue = 0;
+    opts.flush_secs = 1e6;
+    auto w = spawn_summary_writer(sys, opts);
+    REQUIRE(!request_error(self, w, one(1)));
+    auto path = status_of(self, w).path;
+    for (int step = 2; step < 100; ++step)
+      self->send(w, add_scalars_atom::value, one(step));
+    CHECK(status_of(self, w).events == 99);
+    CHECK(read_event_file(path).events.size() == 2);
+    self->request(w, caf::infinite, close_atom::value)
+        .receive([] {}, [](caf::error& e) { FAIL(to_string(e)); });
+    CHECK(read_event_file(path).events.size() == 100);
+    self->send_exit(w, caf::exit_reason::user_shutdown);
+  }
+}
+
+TEST_CASE("SW-4 SW-5 close, adds after close dropped, reopen starts a new file",
+          "[SW-4][SW-5][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  summary_writer w{sys, quiet(dir.path())};
+  w.scalar("a", 1, 1);
+  w.close();
+  w.close();                                // harmless
+  w.scalar("a", 2, 2);                      // dropped
+  w.add_summary({scalar_value("a", 3)}, 3); // dropped
+  CHECK(w.status().closed);
+  auto first = w.status().path;
+  w.reopen();
+  w.reopen(); // on an open writer: nothing
+  CHECK(!w.status().closed);
+  w.scalar("b", 4, 4);
+  auto st = w.flush();
+  CHECK(st.files == 2);
+  CHECK(st.path != first);
+  w.close();
+  auto files = event_files(dir.path());
+  REQUIRE(files.size() == 2); // same second: the collision fix names the second
+  auto a = read_event_file(first);
+  auto b = read_event_file(st.path);
+  CHECK(scalars_of(a) == std::vector<std::pair<std::string, int64_t>>{{"a", 1}});
+  CHECK(scalars_of(b) == std::vector<std::pair<std::string, int64_t>>{{"b", 4}});
+  CHECK(b.events.at(0).data == "brain.Event:2"); // new file_version record
+}
+
+TEST_CASE("SW-5 two writers on one directory in the same second do not collide",
+          "[SW-5][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  // Occupy the plain names of the next seconds, so that the writers below
+  // certainly hit an existing name whenever they open their files.
+  auto now = static_cast<int64_t>(std::time(nullptr));
+  std::set<std::string> squatters;
+  for (int64_t s = now; s < now + 30; ++s) {
+    auto path = dir / event_file_name(s, host_name(), "");
+    test::write_file(path, "squatter");
+    squatters.insert(path);
+  }
+  {
+    summary_writer a{sys, quiet(dir.path())};
+    summary_writer b{sys, quiet(dir.path())};
+    a.scalar("a", 1, 1);
+    b.scalar("b", 2, 2);
+    auto pa = a.flush().path;
+    auto pb = b.flush().path;
+    CHECK(pa != pb);
+    CHECK(squatters.count(pa) == 0);
+    CHECK(squatters.count(pb) == 0);
+    // `<plain name>.<n>`: TensorBoard still sees "tfevents" in the name.
+    CHECK(is_event_file_name(fs::path(pa).filename().string()));
+    CHECK(squatters.count(pa.substr(0, pa.rfind('.'))) == 1);
+  }
+  for (auto& s : squatters)
+    CHECK(test::read_file(s) == "squatter"); // never truncated
+  auto files = event_files(dir.path());
+  CHECK(files.size() == squatters.size() + 2);
+  std::multiset<std::string> tags;
+  for (auto& f : files) {
+    if (squatters.count(f))
+      continue;
+    auto c = read_event_file(f);
+    CHECK(!c.error);
+    for (auto& [tag, step] : scalars_of(c))
+      tags.insert(tag);
+  }
+  CHECK(tags == std::multiset<std::string>{"a", "b"});
+  // Without squatters: two writers opened back to back, each its own file.
+  temp_dir dir2;
+  {
+    summary_writer a{sys, quiet(dir2.path())};
+    summary_writer b{sys, quiet(dir2.path())};
+    a.scalar("a", 1, 1);
+    b.scalar("b", 1, 1);
+    CHECK(a.flush().path != b.flush().path);
+  }
+  CHECK(event_files(dir2.path()).size() == 2);
+}
+
+TEST_CASE("SW-1 an unwritable log directory is an error naming it and the reason",
+          "[SW-1][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  test::write_file(dir / "plainfile", "x");
+  auto bad = dir / "plainfile/sub";
+  // The blocking handle throws from its constructor.
+  try {
+    summary_writer w{sys, quiet(bad)};
+    FAIL("no error");
+  } catch (const failed_precondition_error& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot create log directory '" + bad + "': Not a directory");
+  }
+  // The actor answers every request with the error, and exits when told.
+  auto w = spawn_summary_writer(sys, quiet(bad));
+  caf::scoped_actor self{sys};
+  auto err = request_error(self, w, {{1.0, 1, "x", 1.0f}});
+  CHECK(is(err, error_code::failed_precondition));
+  CHECK(message_of(err) == "cannot create log directory '" + bad + "': Not a directory");
+  self->request(w, caf::infinite, flush_atom::value)
+      .receive([](writer_status&) { FAIL("flush succeeded"); },
+               [&](caf::error& e) { CHECK(message_of(e) == message_of(err)); });
+  self->send_exit(w, caf::exit_reason::user_shutdown);
+  // Under /proc nothing can be created, not even by root.
+  try {
+    summary_writer p{sys, quiet("/proc/quern-test/logs")};
+    FAIL("no error");
+  } catch (const op_error& e) {
+    CHECK(std::string(e.what()).rfind(
+              "cannot create log directory '/proc/quern-test/logs': ", 0) == 0);
+  }
+}
+
+TEST_CASE("SW-13 a write that fails mid-run is reported, not swallowed",
+          "[SW-13][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  // Files of this process may not grow beyond 2000 bytes: writes past it
+  // fail with EFBIG (SIGXFSZ ignored), even for root.
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old_limit;
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  rlimit limit = old_limit;
+  limit.rlim_cur = 2000;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  std::string what;
+  error_code code = error_code::unknown;
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    try {
+      for (int step = 0; step < 500; ++step)
+        w.scalar("a_rather_long_tag_name", step, step);
+      w.flush();
+    } catch (const op_error& e) {
+      what = e.what();
+      code = e.code();
+    }
+    // The writer still answers; close reports nothing new and stops it.
+  }
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(code == error_code::resource_exhausted);
+  CHECK(what.rfind("cannot write to event file '" + dir.path() + "/events.out.tfevents.",
+                   0) == 0);
+  CHECK(what.find(": File too large") != std::string::npos);
+  // What was written before the failure is readable.
+  auto files = event_files(dir.path());
+  REQUIRE(files.size() == 1);
+  auto c = read_event_file(files[0]);
+  CHECK(c.events.size() >= 1);
+  CHECK(fs::file_size(files[0]) <= 2000);
+}
+
+TEST_CASE("a program that forgets close() neither hangs nor loses events", "[writer]") {
+  temp_dir dir;
+  {
+    config cfg;
+    caf::actor_system sys{cfg};
+    summary_writer w{sys, quiet(dir / "handle")};
+    for (int step = 0; step < 10; ++step)
+      w.scalar("loss", step, step);
+    // no close(): ~summary_writer closes, ~actor_system must not wait forever
+  }
+  CHECK(scalars_of(only_file(dir / "handle")).size() == 10);
+  {
+    config cfg;
+    caf::actor_system sys{cfg};
+    auto opts = quiet(dir / "actor");
+    opts.max_queue = 1000;
+    auto w = spawn_summary_writer(sys, opts);
+    // The first event is flushed at once (SW-3), the other nine are held.
+    caf::anon_send(w, add_scalars_atom::value,
+                   std::vector<scalar_event>{{1.0, 0, "loss", 1.0f}});
+    std::vector<scalar_event> batch;
+    for (int step = 1; step < 10; ++step)
+      batch.push_back({1.0, step, "loss", 1.0f});
+    caf::anon_send(w, add_scalars_atom::value, std::move(batch));
+    // The last handle goes away: the actor stops, flushing its file.
+  }
+  CHECK(scalars_of(only_file(dir / "actor")).size() == 10);
+}
+
+TEST_CASE("the summary vocabulary crosses CAF's serializer", "[writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  summary_event ev;
+  ev.wall_time = 2.5;
+  ev.step = 9;
+  ev.values.push_back(histogram_value("h", {1, 2}));
+  ev.values.push_back(text_value("t", "x"));
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  auto copy = ev;
+  REQUIRE(!sink(copy));
+  summary_event back;
+  caf::binary_deserializer source{sys, buf};
+  REQUIRE(!source(back));
+  CHECK(encode_event(back) == encode_event(ev));
+  // Every type that travels in a writer message is registered.
+  for (auto name : {"quern::scalar_event", "std::vector<quern::scalar_event>",
+                    "quern::summary_event", "std::vector<quern::summary_event>",
+                    "std::vector<quern::summary_value>", "quern::writer_status"})
+    CHECK(sys.types().make_value(name) != nullptr);
+}
