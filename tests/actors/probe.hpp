@@ -110,6 +110,30 @@ public:
   caf::scoped_actor& self() { return self_; }
   const queue_actor& queue() const { return q_; }
 
+  /// size() of the queue (a request; also a barrier like sync()).
+  int32_t size() { return sync(); }
+
+  /// is_closed() of the queue (a request).
+  bool is_closed() {
+    bool closed = false;
+    self_->request(q_, caf::infinite, is_closed_atom::value)
+        .receive([&](bool x) { closed = x; },
+                 [&](caf::error& e) { FAIL("is_closed failed: " << render(e)); });
+    return closed;
+  }
+
+  /// The queue's spec (a request).
+  queue_spec spec() {
+    queue_spec s;
+    self_->request(q_, caf::infinite, spec_atom::value)
+        .receive([&](queue_spec& x) { s = std::move(x); },
+                 [&](caf::error& e) { FAIL("spec failed: " << render(e)); });
+    return s;
+  }
+
+  /// The queue's resource name (C-3), as it appears in error messages.
+  std::string name() { return spec().resource_name; }
+
 private:
   caf::scoped_actor self_;
   queue_actor q_;
@@ -129,6 +153,39 @@ inline std::vector<int64_t> values_of(const element& batch) {
 
 inline int64_t value_of(const element& e) {
   return e[0].scalar_value<int64_t>();
+}
+
+/// Checks that `a` is an error of class `c` with exactly the text `text`.
+inline void check_error(const answer& a, error_code c, const std::string& text) {
+  if (a.ok())
+    FAIL("expected " << error_code_name(c) << ": " << text << ", got a success");
+  CHECK(error_code_name(a.code()) == std::string(error_code_name(c)));
+  CHECK(a.text() == text);
+}
+
+/// The int64 values of a sequence of single-component elements.
+inline std::vector<int64_t> values_of(const std::vector<element>& es) {
+  std::vector<int64_t> out;
+  for (auto& e : es)
+    out.push_back(value_of(e));
+  return out;
+}
+
+/// `n` answers of single dequeues, as int64 values.
+inline std::vector<int64_t> dequeue_values(probe& p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    p.dequeue();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(value_of(p.next().elem()));
+  return out;
+}
+
+/// A FIFOQueue of int64 scalars.
+inline queue_actor int_fifo(caf::actor_system& sys, int32_t capacity,
+                            std::string name = "q") {
+  return spawn_fifo_queue(sys, capacity, {dtype::int64}, {tensor_shape{}},
+                          std::move(name));
 }
 
 /// An actor system with quern's types registered.
