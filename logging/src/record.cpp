@@ -138,12 +138,18 @@ caf::error record_reader::next(std::string& payload) {
   uint64_t length = 0;
   if (auto err = check_header(hdr, offset_, length))
     return fail(std::move(err));
-  // Never trust the length with an allocation larger than the file.
-  struct stat st;
+  // Never trust the length with an allocation larger than the file. The
+  // size is looked up again only when the record seems to pass the end
+  // known so far (the file may be growing while it is read).
+  auto end = offset_ + record_header_size + length + record_footer_size;
+  if (end > known_size_ || end < offset_) {
+    struct stat st;
+    if (fstat(fileno(file_), &st) == 0)
+      known_size_ = static_cast<uint64_t>(st.st_size);
+  }
   uint64_t body = 0;
-  if (fstat(fileno(file_), &st) == 0 &&
-      static_cast<uint64_t>(st.st_size) > offset_ + record_header_size)
-    body = static_cast<uint64_t>(st.st_size) - offset_ - record_header_size;
+  if (known_size_ > offset_ + record_header_size)
+    body = known_size_ - offset_ - record_header_size;
   if (body == 0)
     return fail(truncated_at(offset_));
   if (body < record_footer_size || body - record_footer_size < length)

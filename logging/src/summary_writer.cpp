@@ -1,5 +1,6 @@
 #include "quern/summary/summary_writer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <unordered_set>
 #include <utility>
@@ -92,8 +93,10 @@ struct writer_state {
         return err;
     auto now = std::chrono::steady_clock::now();
     if (now > next_flush) {
+      // flush_secs clamped to [0, 10^9] s: no overflow in the conversion.
+      auto secs = std::min(std::max(opts.flush_secs, 0.0), 1e9);
       next_flush = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(opts.flush_secs));
+                             std::chrono::duration<double>(secs));
       return file.flush(opts.sync);
     }
     return caf::none;
@@ -366,9 +369,12 @@ writer_status summary_writer::status() {
   send_batch(true);
   await_in_flight();
   writer_status result;
+  caf::error err;
   self_->request(writer_, caf::infinite, status_atom::value)
       .receive([&](writer_status& st) { result = std::move(st); },
-               [&](caf::error& e) { throw_error(e); });
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
   return result;
 }
 

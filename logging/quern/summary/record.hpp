@@ -72,6 +72,7 @@ public:
 private:
   std::FILE* file_ = nullptr;
   uint64_t offset_ = 0;
+  uint64_t known_size_ = 0;
   caf::error open_error_;
   caf::error sticky_;
 };
