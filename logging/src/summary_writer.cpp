@@ -28,7 +28,7 @@ constexpr size_t handle_batch_size = 4096;
 
 /// A blocking handle sends a partial batch when this much time has passed
 /// since its last send, so that a slow loop's events are not held back.
-constexpr auto handle_max_delay = std::chrono::milliseconds(20);
+constexpr double handle_max_delay = 0.020; // seconds
 
 double now_seconds() {
   using namespace std::chrono;
@@ -288,18 +288,23 @@ void summary_writer::await_in_flight() {
 void summary_writer::send_batch(bool force) {
   if (batch_.empty())
     return;
-  auto now = std::chrono::steady_clock::now();
-  if (!force && batch_.size() < handle_batch_size && now - last_send_ < handle_max_delay)
-    return;
+  if (!force) {
+    // One clock read per scalar: its wall_time, also used here. A clock that
+    // went backwards counts as "long ago".
+    auto wall = batch_.back().wall_time;
+    if (batch_.size() < handle_batch_size && wall >= last_send_ &&
+        wall - last_send_ < handle_max_delay)
+      return;
+  }
   // At most one batch in flight: the writer encodes one while this thread
   // fills the next, and a write error reaches this thread one batch later.
   await_in_flight();
+  last_send_ = now_seconds();
   auto rh =
       self_->request(writer_, caf::infinite, add_scalars_atom::value, std::move(batch_));
   in_flight_ = rh.id();
   batch_.clear();
   batch_.reserve(handle_batch_size);
-  last_send_ = now;
 }
 
 template <class... Ts>
@@ -314,12 +319,11 @@ void summary_writer::call(Ts&&... xs) {
 }
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
-  scalar_event ev;
-  ev.wall_time = now_seconds();
+  auto& ev = batch_.emplace_back();
+  ev.wall_time = now_seconds(); // SW-6: the time of the call
   ev.step = step;
   ev.tag = tag;
   ev.value = static_cast<float>(value);
-  batch_.push_back(std::move(ev));
   send_batch(false);
 }
 

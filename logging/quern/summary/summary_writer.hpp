@@ -10,7 +10,6 @@
 //     writer.scalar("loss", loss, step);
 //   // writer.close() is optional: the destructor closes and stops the actor.
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -119,7 +118,7 @@ private:
   bool owner_;
   std::vector<scalar_event> batch_;
   std::optional<caf::message_id> in_flight_;
-  std::chrono::steady_clock::time_point last_send_;
+  double last_send_ = 0; // wall-clock seconds of the last batch sent
 };
 
 } // namespace quern
