@@ -1,0 +1,118 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "quern/blocking_queue.hpp"
+#include "quern/coordination.hpp"
+#include "quern/coordinator.hpp"
+#include "quern/interfaces.hpp"
+#include "quern/queue_runner.hpp"
+
+namespace quern {
+
+/// What a consumer does when its dequeue has waited `starvation_timeout`
+/// and the pipeline sees why it may never be fed.
+enum class starvation_action {
+  /// Keep waiting silently (TensorFlow's behaviour).
+  ignore,
+  /// Print a warning to stderr once per call and keep waiting.
+  warn,
+  /// Throw failed_precondition_error with the diagnosis.
+  fail,
+};
+
+struct pipeline_options {
+  /// How long a consumer's dequeue waits before the pipeline looks at why it
+  /// is not fed.
+  caf::timespan starvation_timeout = std::chrono::seconds(10);
+  /// The queue has queue runners, but none was ever started
+  /// (start_queue_runners was forgotten: TensorFlow hangs forever).
+  starvation_action when_never_started = starvation_action::fail;
+  /// No queue runner feeds the queue (it may still be fed by plain code), or
+  /// every runner of the queue has ended without closing it.
+  starvation_action when_unfed = starvation_action::warn;
+};
+
+class pipeline;
+
+/// A consumer-side blocking handle (for `main()` or detached actors) on a
+/// queue of a pipeline: the calls of blocking_queue, but a dequeue that has
+/// waited `starvation_timeout` asks the pipeline why, and warns or fails
+/// with a clear message instead of hanging silently. The queue enforces the
+/// time slices itself, so no element is lost (design.md rule 2).
+class consumer {
+public:
+  element dequeue();
+  element dequeue_many(int32_t n);
+  element dequeue_up_to(int32_t n);
+  int32_t size() { return q_.size(); }
+  bool is_closed() { return q_.is_closed(); }
+  const queue_actor& actor() const { return q_.actor(); }
+
+  struct state;
+
+private:
+  friend class pipeline;
+  consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const state> st);
+  template <class F>
+  element guarded(F attempt);
+
+  blocking_queue q_;
+  std::shared_ptr<const state> state_;
+  std::string queue_name_;
+};
+
+/// TensorFlow's QUEUE_RUNNERS collection with add_queue_runner and
+/// start_queue_runners (QR-10): collects runners, starts them all under a
+/// coordinator, and knows which queue is fed by which runner (for the
+/// starvation diagnosis of consumer()). The destructor stops every runner it
+/// started, so a program cannot hang at exit.
+class pipeline {
+public:
+  explicit pipeline(caf::actor_system& sys, pipeline_options opts = {});
+  ~pipeline();
+  pipeline(const pipeline&) = delete;
+  pipeline& operator=(const pipeline&) = delete;
+
+  caf::actor_system& system() const noexcept { return sys_; }
+  const pipeline_options& options() const noexcept { return opts_; }
+
+  /// QR-10 add_queue_runner.
+  void add_queue_runner(queue_runner qr);
+  std::vector<queue_runner> queue_runners() const;
+
+  /// QR-10 start_queue_runners: starts every collected runner (QR-4: a
+  /// runner still running is skipped) under `coord`, registering each runner
+  /// and worker with it, and returns the actors in collection order (each
+  /// runner followed by its workers). Prints a warning if the collection is
+  /// empty.
+  std::vector<caf::actor> start_queue_runners(coordinator& coord);
+  std::vector<caf::actor> start_queue_runners(const coordinator_actor& coord);
+  /// Without a coordinator: the runners end when the data runs out or when
+  /// this pipeline is destroyed.
+  std::vector<caf::actor> start_queue_runners();
+
+  /// A consumer of `q` with the starvation diagnosis.
+  consumer make_consumer(queue_actor q) const;
+
+  /// Why a dequeue on `q` may never be served (empty when a started runner
+  /// is still feeding it); `never_started` tells whether its runners exist
+  /// but none was started.
+  std::string starvation_diagnosis(const queue_actor& q, bool& never_started) const;
+
+  /// Sends stop to every runner started by this pipeline.
+  void stop() const;
+
+private:
+  caf::actor_system& sys_;
+  pipeline_options opts_;
+  std::shared_ptr<consumer::state> state_;
+};
+
+} // namespace quern

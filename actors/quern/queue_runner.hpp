@@ -1,0 +1,229 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "quern/coordination.hpp"
+#include "quern/element.hpp"
+#include "quern/error.hpp"
+#include "quern/interfaces.hpp"
+
+namespace quern {
+
+namespace detail {
+struct async_worker_access;
+struct runner_shared;
+} // namespace detail
+
+/// One run of an asynchronous enqueue op, handed to the op by its worker (an
+/// event-based actor on the scheduler). The op must not block: it may send
+/// requests with self() (or the dequeue helpers below) and complete the run
+/// later, from a response handler. Exactly one of done(), end() or fail()
+/// completes a run; emit()/emit_many() before it add the rows this run
+/// produces (zero, one or many). The worker then enqueues every row (in
+/// order, as one streamed push), waits until the queue stored them, and
+/// starts the next run. An exception thrown by the op (or by a response
+/// handler it installed) fails the run with its original message.
+class async_run {
+public:
+  /// The worker actor, to make requests: `run.self()->request(q, caf::infinite, ...)`.
+  caf::event_based_actor* self() const noexcept { return self_; }
+  /// How many runs this worker completed before this one.
+  uint64_t index() const noexcept { return index_; }
+  /// Whether stop was requested from the runner (the worker ends right
+  /// after it anyway; useful for long asynchronous chains).
+  bool should_stop() const noexcept;
+
+  /// One row to enqueue.
+  void emit(element row);
+  /// Every row of `batch` (leading dimension), in order.
+  void emit_many(const element& batch);
+  /// Several rows, in order.
+  void emit(std::vector<element> rows);
+
+  /// The run is complete: enqueue what was emitted, then run again.
+  void done();
+  /// The input is exhausted (TensorFlow: the op raised OutOfRange): enqueue
+  /// what was emitted, then end this worker cleanly. The last worker of a
+  /// runner to end closes the queue.
+  void end();
+  /// The run failed. An error whose code is one of the runner's queue-closed
+  /// codes ends the worker like end() (nothing emitted is enqueued); any
+  /// other error is reported to the coordinator and stops the pipeline.
+  void fail(caf::error err);
+  void fail(const std::exception& e);
+  void fail(std::exception_ptr ep);
+  bool completed() const noexcept { return state_ != state::running; }
+
+  /// Dequeues one element of `q` and calls `f(element&)`. A failure (e.g.
+  /// out_of_range once `q` is closed and drained) fails the run with it; an
+  /// exception thrown by `f` fails the run too.
+  template <class F>
+  void dequeue(const queue_actor& q, F f) {
+    self_->request(q, caf::infinite, dequeue_atom::value, wait_forever)
+        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
+              [this](caf::error& err) { fail(std::move(err)); });
+  }
+  /// dequeue_many(n): `f(element& batch)`.
+  template <class F>
+  void dequeue_many(const queue_actor& q, int32_t n, F f) {
+    self_->request(q, caf::infinite, dequeue_many_atom::value, n, wait_forever)
+        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
+              [this](caf::error& err) { fail(std::move(err)); });
+  }
+  /// dequeue_up_to(n): `f(element& batch)` with 1..n rows.
+  template <class F>
+  void dequeue_up_to(const queue_actor& q, int32_t n, F f) {
+    self_->request(q, caf::infinite, dequeue_up_to_atom::value, n, wait_forever)
+        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
+              [this](caf::error& err) { fail(std::move(err)); });
+  }
+
+private:
+  friend struct detail::async_worker_access;
+  enum class state { running, done, end, failed };
+
+  template <class G>
+  void guarded(G&& g) {
+    try {
+      g();
+    } catch (...) {
+      if (completed())
+        throw;
+      fail(std::current_exception());
+    }
+  }
+  void complete(state s);
+
+  caf::event_based_actor* self_ = nullptr;
+  uint64_t index_ = 0;
+  state state_ = state::running;
+  std::vector<element> rows_;
+  caf::error error_;
+  std::function<void()> on_complete_;
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+/// One run of a blocking enqueue op. The op runs in its worker's own thread
+/// (a detached actor) and may block (read a file, use a blocking_queue on an
+/// upstream queue). Returning completes the run; rows emitted before are
+/// then enqueued. Throwing fails the run: out_of_range_error (or another
+/// queue-closed code) ends the worker cleanly, anything else is reported.
+class blocking_run {
+public:
+  uint64_t index() const noexcept { return index_; }
+  /// Whether stop was requested: long-running ops should check it.
+  bool should_stop() const noexcept;
+  void emit(element row) { rows_.push_back(std::move(row)); }
+  void emit_many(const element& batch);
+  void emit(std::vector<element> rows);
+  /// The input is exhausted: enqueue what was emitted, then end the worker.
+  void end() { end_ = true; }
+
+private:
+  friend struct detail::async_worker_access;
+  uint64_t index_ = 0;
+  bool end_ = false;
+  std::vector<element> rows_;
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+using async_enqueue_fn = std::function<void(async_run&)>;
+using blocking_enqueue_fn = std::function<void(blocking_run&)>;
+
+/// One enqueue op: what one worker runs again and again (tf-semantics QR-5).
+struct enqueue_op {
+  /// Used in worker names `<runner name>/<op name>`; empty: `op<index>`.
+  std::string name;
+  async_enqueue_fn async;
+  blocking_enqueue_fn blocking;
+};
+
+/// An enqueue op for an event-based worker (thousands fit on two cores).
+enqueue_op async_op(async_enqueue_fn fn, std::string name = {});
+/// An enqueue op that may block; its worker is a detached actor (a thread).
+enqueue_op blocking_op(blocking_enqueue_fn fn, std::string name = {});
+
+/// Options of a queue runner (tf-semantics QR-1, QR-2).
+struct queue_runner_options {
+  /// Names the runner and its workers in join's straggler list; empty: the
+  /// queue's resource name.
+  std::string name;
+  /// close_op: when the last worker ran out of input, close the queue with
+  /// this cancel_pending_enqueues flag (default: false, TF's queue.close());
+  /// nullopt: leave the queue open.
+  std::optional<bool> close_op = false;
+  /// cancel_op: on stop or error, close the queue with this flag (default:
+  /// true, TF's close(cancel_pending_enqueues=True)); nullopt: don't.
+  std::optional<bool> cancel_op = true;
+  /// Error codes that mean "the input is exhausted / the queue is closed"
+  /// (TF's queue_closed_exception_types); must not be empty. A common
+  /// choice when enqueue ops dequeue from other queues is {out_of_range,
+  /// cancelled}.
+  std::vector<error_code> queue_closed_codes{error_code::out_of_range};
+};
+
+/// TensorFlow's QueueRunner: a queue, a list of enqueue ops, a close and a
+/// cancel behaviour. A value type; copies share one runner. start() spawns a
+/// runner actor that supervises one worker per enqueue op:
+/// - a worker whose run ended the input (end(), or a queue-closed error)
+///   ends; the last one to end closes the queue with close_op (QR-6);
+/// - any other error is kept in exceptions_raised(), reported to the
+///   coordinator (request_stop(error)), and the queue is closed with
+///   cancel_op; the other workers are stopped (QR-7);
+/// - a stop (from the coordinator, or the coordinator going down) closes the
+///   queue with cancel_op, so no worker stays blocked on a full queue, and
+///   stops every worker (QR-8);
+/// - the runner actor ends when every worker has ended and its close is
+///   done. Unlike TensorFlow, no thread waits for a stop request: when the
+///   data runs out the runner ends by itself and join returns.
+/// Started without a coordinator, the runner is stopped when the last copy
+/// of this object is destroyed (so a program cannot hang at exit).
+class queue_runner {
+public:
+  /// Throws invalid_argument_error `Must provide queue and enqueue_ops.`
+  /// (QR-1) for an invalid queue or no ops, and for an empty
+  /// queue_closed_codes (QR-2).
+  queue_runner(queue_actor queue, std::vector<enqueue_op> ops,
+               queue_runner_options opts = {});
+
+  const queue_actor& queue() const;
+  const std::string& name() const;
+  size_t num_ops() const;
+
+  /// create_threads(start=True): spawns the runner actor and its workers and
+  /// returns them (runner first). With a coordinator, the runner and every
+  /// worker are registered with it (so join waits for them and names
+  /// stragglers) before this returns. Returns {} if a previous start is still
+  /// running (QR-4). Resets exceptions_raised (QR-9).
+  std::vector<caf::actor> start(caf::actor_system& sys,
+                                const coordinator_actor& coord = {});
+
+  /// The runner actor of the last start (invalid before).
+  caf::actor runner() const;
+  /// Whether start() created a runner actor at least once.
+  bool started() const;
+  /// Whether the runner actor of the last start is still alive.
+  bool running() const;
+  /// Errors the workers raised in the last start, other than queue-closed
+  /// ones and the cancellations caused by the runner's own stop (QR-7, QR-9;
+  /// unlike TensorFlow also filled when a coordinator is used).
+  std::vector<caf::error> exceptions_raised() const;
+  /// Sends stop to the runner actor of the last start (no-op if ended).
+  void stop() const;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace quern

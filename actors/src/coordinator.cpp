@@ -1,0 +1,406 @@
+#include "quern/coordinator.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace quern {
+
+namespace {
+
+struct watched_actor {
+  caf::actor handle;
+  std::string name;
+  uint64_t seq = 0;
+  /// In the registered set that join snapshots (CO-7, CO-8 step 1).
+  bool registered = false;
+  bool push_stop = false;
+  bool report_errors = false;
+};
+
+struct pending_join {
+  /// The snapshot, in registration order, with names.
+  std::vector<std::pair<caf::actor_id, std::string>> snapshot;
+  std::set<caf::actor_id> alive;
+  caf::timespan grace{0};
+  bool grace_started = false;
+  caf::typed_response_promise<join_report> rp;
+};
+
+struct coordinator_state {
+  std::vector<error_code> clean_codes;
+  bool stop = false;
+  bool joined = false;
+  caf::error error;
+  std::unordered_map<caf::actor_id, watched_actor> watched;
+  uint64_t next_seq = 0;
+  std::map<uint64_t, pending_join> joins;
+  uint64_t next_join = 0;
+  std::map<uint64_t, caf::typed_response_promise<bool>> waiters;
+  uint64_t next_wait = 0;
+
+  static inline const char* name = "quern.coordinator";
+};
+
+using coordinator_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+
+std::string default_name(const caf::actor& a) {
+  return "actor#" + std::to_string(a.id());
+}
+
+bool is_clean(const coordinator_state& st, const caf::error& e) {
+  if (!e)
+    return true;
+  if (e.category() != error_category)
+    return false;
+  auto c = code_of(e);
+  return std::find(st.clean_codes.begin(), st.clean_codes.end(), c) !=
+         st.clean_codes.end();
+}
+
+/// Whether an actor's exit reason reports a failure (as opposed to ending
+/// normally or being shut down).
+bool is_error_exit(const caf::error& reason) {
+  if (!reason)
+    return false;
+  if (reason.category() == caf::atom("exit")) {
+    auto r = static_cast<caf::exit_reason>(reason.code());
+    return r != caf::exit_reason::normal && r != caf::exit_reason::user_shutdown &&
+           r != caf::exit_reason::unreachable;
+  }
+  return true;
+}
+
+void finish_join(coordinator_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.joins.find(id);
+  if (i == st.joins.end())
+    return;
+  auto j = std::move(i->second);
+  st.joins.erase(i);
+  st.joined = true; // CO-8 step 4
+  for (auto& kv : st.watched)
+    kv.second.registered = false;
+  join_report rep;
+  rep.error = st.error;
+  for (auto& [aid, name] : j.snapshot)
+    if (j.alive.count(aid) > 0)
+      rep.stragglers.push_back(name);
+  j.rp.deliver(std::move(rep));
+}
+
+void check_join(coordinator_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.joins.find(id);
+  if (i == st.joins.end())
+    return;
+  auto& j = i->second;
+  if (j.alive.empty()) {
+    finish_join(self, id);
+    return;
+  }
+  // CO-8 step 3: the grace period starts once stop has been requested.
+  if (st.stop && !j.grace_started) {
+    j.grace_started = true;
+    if (j.grace <= caf::timespan{0})
+      finish_join(self, id);
+    else if (j.grace != caf::timespan::max())
+      self->delayed_send(self, j.grace, join_timeout_atom::value, id);
+  }
+}
+
+void check_joins(coordinator_ptr self) {
+  std::vector<uint64_t> ids;
+  for (auto& kv : self->state.joins)
+    ids.push_back(kv.first);
+  for (auto id : ids)
+    check_join(self, id);
+}
+
+/// CO-3, CO-4. Returns whether this request set the flag.
+bool do_request_stop(coordinator_ptr self, const caf::error& err) {
+  auto& st = self->state;
+  if (st.stop)
+    return false; // CO-4: errors reported after the flag is set are ignored
+  if (!is_clean(st, err) && !st.error)
+    st.error = err;
+  st.stop = true;
+  // Push the stop to everything that asked for it; nobody has to poll.
+  for (auto& kv : st.watched)
+    if (kv.second.push_stop)
+      caf::anon_send(kv.second.handle, stop_atom::value);
+  for (auto& kv : st.waiters)
+    kv.second.deliver(true);
+  st.waiters.clear();
+  check_joins(self);
+  return true;
+}
+
+void watch(coordinator_ptr self, const caf::actor& a, std::string name, bool registered,
+           bool push_stop, bool report_errors) {
+  auto& st = self->state;
+  auto i = st.watched.find(a.id());
+  if (i == st.watched.end()) {
+    watched_actor w;
+    w.handle = a;
+    w.name = name.empty() ? default_name(a) : std::move(name);
+    w.seq = st.next_seq++;
+    w.registered = registered;
+    w.push_stop = push_stop;
+    w.report_errors = report_errors;
+    st.watched.emplace(a.id(), std::move(w));
+    self->monitor(a);
+  } else if (registered) {
+    auto& w = i->second;
+    if (!name.empty())
+      w.name = std::move(name);
+    w.registered = true;
+    w.push_stop = w.push_stop || push_stop;
+    w.report_errors = w.report_errors || report_errors;
+  }
+  if (st.stop && push_stop)
+    caf::anon_send(a, stop_atom::value); // registered after the stop: stop at once
+}
+
+coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
+                                                  coordinator_options opts) {
+  self->state.clean_codes = std::move(opts.clean_stop_codes);
+  self->set_exception_handler(keep_exception_message);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto id = dm.source.id();
+    auto i = st.watched.find(id);
+    if (i == st.watched.end())
+      return;
+    bool report = i->second.report_errors;
+    st.watched.erase(i);
+    if (report && is_error_exit(dm.reason))
+      do_request_stop(self, dm.reason);
+    std::vector<uint64_t> touched;
+    for (auto& kv : st.joins)
+      if (kv.second.alive.erase(id) > 0)
+        touched.push_back(kv.first);
+    for (auto jid : touched)
+      check_join(self, jid);
+  });
+  return {
+      [self](request_stop_atom, caf::error& err) -> caf::result<bool> {
+        auto& st = self->state;
+        // CO-5: after join, a non-clean error is raised in the caller.
+        if (st.joined && !is_clean(st, err))
+          return std::move(err);
+        return do_request_stop(self, err);
+      },
+      [self](should_stop_atom) { return self->state.stop; },
+      [self](wait_for_stop_atom, caf::timespan timeout) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.stop || timeout <= caf::timespan{0})
+          return st.stop;
+        auto rp = self->make_response_promise<bool>();
+        auto id = st.next_wait++;
+        st.waiters.emplace(id, rp);
+        if (timeout != caf::timespan::max())
+          self->delayed_send(self, timeout, wait_timeout_atom::value, id);
+        return rp;
+      },
+      [self](wait_timeout_atom, uint64_t id) {
+        auto& st = self->state;
+        auto i = st.waiters.find(id);
+        if (i != st.waiters.end()) {
+          i->second.deliver(st.stop);
+          st.waiters.erase(i);
+        }
+      },
+      [self](clear_stop_atom) {
+        auto& st = self->state;
+        st.stop = false;
+        st.error = caf::error{};
+        st.joined = false;
+        return true;
+      },
+      [self](register_atom, std::vector<registration>& regs) {
+        int32_t n = 0;
+        for (auto& r : regs) {
+          if (!r.actor)
+            continue;
+          watch(self, r.actor, std::move(r.name), true, r.push_stop, r.report_errors);
+          ++n;
+        }
+        return n;
+      },
+      [self](join_atom, std::vector<caf::actor>& actors, caf::timespan grace,
+             bool ignore_live) -> caf::result<join_report> {
+        (void)ignore_live; // the handle decides whether stragglers throw
+        auto& st = self->state;
+        for (auto& a : actors)
+          if (a)
+            watch(self, a, {}, false, false, false);
+        // CO-8 step 1: registered actors plus the given ones, at call time.
+        std::vector<const std::pair<const caf::actor_id, watched_actor>*> members;
+        std::set<caf::actor_id> given;
+        for (auto& a : actors)
+          if (a)
+            given.insert(a.id());
+        for (auto& kv : st.watched)
+          if (kv.second.registered || given.count(kv.first) > 0)
+            members.push_back(&kv);
+        std::sort(members.begin(), members.end(),
+                  [](auto* x, auto* y) { return x->second.seq < y->second.seq; });
+        pending_join j;
+        for (auto* m : members) {
+          j.snapshot.emplace_back(m->first, m->second.name);
+          j.alive.insert(m->first);
+        }
+        j.grace = grace;
+        j.rp = self->make_response_promise<join_report>();
+        auto rp = j.rp;
+        auto id = st.next_join++;
+        st.joins.emplace(id, std::move(j));
+        check_join(self, id);
+        return rp;
+      },
+      [self](join_timeout_atom, uint64_t id) { finish_join(self, id); },
+      [self](status_atom) {
+        auto& st = self->state;
+        coordinator_status s;
+        s.stop_requested = st.stop;
+        s.joined = st.joined;
+        s.error = st.error;
+        for (auto& kv : st.watched)
+          if (kv.second.registered)
+            ++s.live;
+        return s;
+      },
+  };
+}
+
+std::string straggler_text(const std::vector<std::string>& names) {
+  std::string s = "Coordinator stopped with threads still running:";
+  for (auto& n : names) {
+    s += ' ';
+    s += n;
+  }
+  return s;
+}
+
+} // namespace
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_options opts) {
+  return sys.spawn(coordinator_impl, std::move(opts));
+}
+
+live_actors_error::live_actors_error(std::vector<std::string> names)
+    : std::runtime_error(straggler_text(names)), names_(std::move(names)) {}
+
+caf::error error_from(const std::exception& e) {
+  if (auto op = dynamic_cast<const op_error*>(&e))
+    return op->to_error();
+  return make_error(error_code::unknown, e.what());
+}
+
+coordinator::coordinator(caf::actor_system& sys, coordinator_options opts)
+    : sys_(sys), self_(sys), actor_(spawn_coordinator(sys, std::move(opts))),
+      owning_(true) {}
+
+coordinator::coordinator(caf::actor_system& sys, coordinator_actor existing)
+    : sys_(sys), self_(sys), actor_(std::move(existing)), owning_(false) {}
+
+coordinator::~coordinator() {
+  if (!owning_ || !actor_)
+    return;
+  // Stop everything this coordinator watches (runners cancel their queues
+  // and end), then end the coordinator itself: ~actor_system cannot hang on
+  // a pipeline whose owner forgot request_stop or join.
+  try {
+    request_stop();
+  } catch (...) {
+  }
+  caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+}
+
+template <class T, class... Ts>
+T coordinator::call(Ts&&... xs) {
+  T result{};
+  caf::error err;
+  self_->request(actor_, caf::infinite, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { result = std::move(x); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_error(err);
+  return result;
+}
+
+bool coordinator::should_stop() {
+  return call<bool>(should_stop_atom::value);
+}
+
+bool coordinator::request_stop() {
+  return call<bool>(request_stop_atom::value, caf::error{});
+}
+
+bool coordinator::request_stop(const caf::error& e) {
+  return call<bool>(request_stop_atom::value, e);
+}
+
+bool coordinator::request_stop(const std::exception& e) {
+  return request_stop(error_from(e));
+}
+
+bool coordinator::request_stop(std::exception_ptr ep) {
+  if (!ep)
+    return request_stop();
+  return request_stop(error_from_exception(ep));
+}
+
+bool coordinator::wait_for_stop(caf::timespan timeout) {
+  return call<bool>(wait_for_stop_atom::value, timeout);
+}
+
+void coordinator::clear_stop() {
+  call<bool>(clear_stop_atom::value);
+}
+
+void coordinator::raise_requested_exception() {
+  auto s = status();
+  if (s.error)
+    throw_error(s.error);
+}
+
+void coordinator::register_actor(const caf::actor& a, std::string name, bool push_stop,
+                                 bool report_errors) {
+  std::vector<registration> regs{
+      registration{a, std::move(name), push_stop, report_errors}};
+  call<int32_t>(register_atom::value, std::move(regs));
+}
+
+join_report coordinator::join_report_of(std::vector<caf::actor> actors,
+                                        caf::timespan stop_grace_period) {
+  return call<join_report>(join_atom::value, std::move(actors), stop_grace_period, false);
+}
+
+void coordinator::join(std::vector<caf::actor> actors, caf::timespan stop_grace_period,
+                       bool ignore_live) {
+  auto rep = call<join_report>(join_atom::value, std::move(actors), stop_grace_period,
+                               ignore_live);
+  if (rep.error)
+    throw_error(rep.error); // CO-8 step 5: the error takes precedence
+  if (!rep.stragglers.empty()) {
+    if (!ignore_live)
+      throw live_actors_error(std::move(rep.stragglers));
+    std::cerr << "quern: " << straggler_text(rep.stragglers) << '\n';
+  }
+}
+
+coordinator_status coordinator::status() {
+  return call<coordinator_status>(status_atom::value);
+}
+
+} // namespace quern

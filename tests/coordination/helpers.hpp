@@ -1,0 +1,90 @@
+#pragma once
+
+// Helpers of the coordination tests: all run on the threaded scheduler.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/blocking_queue.hpp"
+#include "quern/coordinator.hpp"
+#include "quern/element.hpp"
+#include "quern/messages.hpp"
+#include "quern/pipeline.hpp"
+#include "quern/queue.hpp"
+#include "quern/queue_runner.hpp"
+#include "quern/tensor.hpp"
+
+namespace quern::test {
+
+inline element int_element(int64_t x) {
+  return element{tensor::scalar(x)};
+}
+
+inline int64_t int_of(const element& e) {
+  return e[0].scalar_value<int64_t>();
+}
+
+/// A config with two scheduler threads, like the 2-core machines quern
+/// targets.
+struct two_core_config : quern::config {
+  two_core_config() { set("scheduler.max-threads", 2); }
+};
+
+/// Waits (with a generous safety limit, not a timing assertion) until every
+/// actor in `actors` has terminated; returns how many did.
+inline size_t await_all_down(caf::actor_system& sys,
+                             const std::vector<caf::actor>& actors,
+                             std::chrono::seconds limit = std::chrono::seconds(60)) {
+  caf::scoped_actor self{sys};
+  for (auto& a : actors)
+    self->monitor(a);
+  size_t n = 0;
+  bool timed_out = false;
+  while (n < actors.size() && !timed_out) {
+    self->receive([&](caf::down_msg&) { ++n; },
+                  caf::after(limit) >> [&] { timed_out = true; });
+  }
+  return n;
+}
+
+/// Polls `pred` (sleeping 1 ms between tries) up to a safety limit.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+/// An actor that ends only when it receives (stop).
+inline caf::behavior stop_listener(caf::event_based_actor* self) {
+  return {[self](stop_atom) { self->quit(); }};
+}
+
+using test_done_atom = caf::atom_constant<caf::atom("t_done")>;
+
+/// An actor that ignores (stop) and ends by itself after `life`.
+inline caf::behavior stubborn(caf::event_based_actor* self, caf::timespan life) {
+  self->delayed_send(self, life, test_done_atom::value);
+  return {[](stop_atom) {}, [self](test_done_atom) { self->quit(); }};
+}
+
+/// An actor that throws `what` when it receives (t_done).
+inline caf::behavior thrower(caf::event_based_actor* self, std::string what) {
+  self->set_exception_handler(keep_exception_message);
+  return {[what](test_done_atom) -> caf::result<void> { throw std::runtime_error(what); },
+          [self](stop_atom) { self->quit(); }};
+}
+
+} // namespace quern::test
