@@ -113,12 +113,18 @@ caf::error event_file_writer::write() {
   }
   const char* p = buf_.data();
   size_t left = buf_.size();
+  auto good = written_;
   while (left > 0) {
     auto n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR)
         continue;
       auto err = detail::io_error(errno, "cannot write to event file '" + path_ + "'");
+      // Cut off what part of the buffer made it, so that the file still ends
+      // at a record boundary and later events remain readable.
+      if (::ftruncate(fd_, static_cast<off_t>(good)) == 0 &&
+          ::lseek(fd_, static_cast<off_t>(good), SEEK_SET) >= 0)
+        written_ = good;
       buf_.clear();
       pending_ = 0;
       return err;

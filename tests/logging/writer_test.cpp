@@ -505,10 +505,12 @@ TEST_CASE("SW-13 a write that fails mid-run is reported, not swallowed",
   CHECK(what.rfind("cannot write to event file '" + dir.path() + "/events.out.tfevents.",
                    0) == 0);
   CHECK(what.find(": File too large") != std::string::npos);
-  // What was written before the failure is readable.
+  // What was written before the failure is readable, and the partly written
+  // batch was cut off: the file ends at a record boundary.
   auto files = event_files(dir.path());
   REQUIRE(files.size() == 1);
   auto c = read_event_file(files[0]);
+  CHECK(!c.error);
   CHECK(c.events.size() >= 1);
   CHECK(fs::file_size(files[0]) <= 2000);
 }
@@ -563,4 +565,79 @@ TEST_CASE("the summary vocabulary crosses CAF's serializer", "[writer]") {
                     "quern::summary_event", "std::vector<quern::summary_event>",
                     "std::vector<quern::summary_value>", "quern::writer_status"})
     CHECK(sys.types().make_value(name) != nullptr);
+}
+
+TEST_CASE("SW-13 a one-way add keeps its write error for the next request",
+          "[SW-13][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  caf::scoped_actor self{sys};
+  // Unwritable log directory: one-way adds put nothing into the sender's
+  // mailbox; the error comes with the next request.
+  test::write_file(dir / "file", "x");
+  auto bad = spawn_summary_writer(sys, quiet(dir / "file/sub"));
+  self->send(bad, add_scalars_atom::value,
+             std::vector<scalar_event>{{1.0, 1, "x", 1.0f}});
+  self->send(bad, add_summary_atom::value,
+             std::vector<summary_value>{scalar_value("y", 1)}, int64_t{2});
+  CHECK(status_of(self, bad).events == 0);
+  CHECK(self->mailbox().size() == 0);
+  self->request(bad, caf::infinite, close_atom::value)
+      .receive([] { FAIL("close reported no error"); },
+               [](caf::error& e) { CHECK(is(e, error_code::failed_precondition)); });
+  self->send_exit(bad, caf::exit_reason::user_shutdown);
+  // A write failing mid-run (file size limit): sent one-way, reported by the
+  // next flush, once.
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old_limit;
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  rlimit limit = old_limit;
+  limit.rlim_cur = 1000;
+  auto opts = quiet(dir / "logs");
+  opts.max_queue = 1;
+  auto w = spawn_summary_writer(sys, opts);
+  REQUIRE(!request_error(self, w, {{1.0, 1, "x", 1.0f}})); // file created
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  std::vector<scalar_event> big;
+  for (int step = 0; step < 100; ++step)
+    big.push_back({1.0, step, "a_rather_long_tag_name", 1.0f});
+  self->send(w, add_scalars_atom::value, big);
+  caf::error first;
+  self->request(w, caf::infinite, flush_atom::value)
+      .receive([](writer_status&) {}, [&](caf::error& e) { first = std::move(e); });
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(is(first, error_code::resource_exhausted));
+  CHECK(message_of(first).find("File too large") != std::string::npos);
+  CHECK(self->mailbox().size() == 0);
+  // Reported once: the writer goes on, after the last complete record (the
+  // partly written batch was cut off, its events are lost).
+  REQUIRE(!request_error(self, w, {{1.0, 200, "x", 1.0f}}));
+  self->request(w, caf::infinite, close_atom::value)
+      .receive([] {}, [](caf::error& e) { FAIL(to_string(e)); });
+  self->send_exit(w, caf::exit_reason::user_shutdown);
+  auto c = only_file(dir / "logs");
+  CHECK(scalars_of(c) ==
+        std::vector<std::pair<std::string, int64_t>>{{"x", 1}, {"x", 200}});
+}
+
+TEST_CASE("SW-5 SW-11 reopen with a suffix creates the new file at once",
+          "[SW-5][SW-11][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  auto opts = quiet(dir.path());
+  opts.filename_suffix = ".s";
+  summary_writer w{sys, opts};
+  w.close();
+  CHECK(event_files(dir.path()).size() == 1);
+  w.reopen();
+  CHECK(event_files(dir.path()).size() == 2);
+  CHECK(w.status().files == 2);
+  for (auto& f : event_files(dir.path())) {
+    auto c = read_event_file(f);
+    REQUIRE(c.events.size() == 1);
+    CHECK(c.events[0].data == "brain.Event:2");
+  }
 }

@@ -72,7 +72,9 @@ public:
   uint64_t bytes_written() const { return written_; }
 
   /// Hands the buffer to the OS (write(2)). On failure the buffered events
-  /// are dropped and the error names the file and the OS reason.
+  /// are dropped, the file is cut back to its last complete record (so that
+  /// later events stay readable) and the error names the file and the OS
+  /// reason.
   caf::error write();
   /// write(), then fsync when `sync` (SW-3: flush + fsync).
   caf::error flush(bool sync);
