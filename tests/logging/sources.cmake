@@ -12,3 +12,9 @@ if(TARGET quern-board)
   target_compile_definitions(test_logging PRIVATE
     QUERN_BOARD_PATH="$<TARGET_FILE:quern-board>")
 endif()
+if(QUERN_SANITIZE)
+  # Blocking receives instantiate CAF 0.17 header code that UBSan's vptr
+  # check flags (see logging/CMakeLists.txt); all other checks stay on.
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
+    PROPERTIES COMPILE_OPTIONS -fno-sanitize=vptr)
+endif()
