@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,26 @@ public:
               [this](caf::error& err) { fail(std::move(err)); });
   }
 
+  /// The fast path for stages that work on rows (design.md rule 5): grants
+  /// `q` demand for up to `n` rows on its streaming protocol and calls
+  /// `f(std::vector<element>& rows)` with 1..n rows as they are (no stacking,
+  /// no copy). out_of_range once `q` is closed and drained fails the run
+  /// with it. One pull per run at a time. If the worker ends while a pull is
+  /// pending, the queue keeps the rows (it drops the attempts of clients
+  /// that went down).
+  template <class F>
+  void pull(const queue_actor& q, int32_t n, F f) {
+    if (on_pulled_)
+      throw std::logic_error("quern::async_run::pull while a pull is pending");
+    on_pulled_ = [this, f](std::vector<element>& rows, caf::error& err) mutable {
+      if (err)
+        fail(std::move(err));
+      else
+        guarded([&] { f(rows); });
+    };
+    self_->send(q, pull_atom::value, n);
+  }
+
 private:
   friend struct detail::async_worker_access;
   enum class state { running, done, end, failed };
@@ -110,6 +131,7 @@ private:
   std::vector<element> rows_;
   caf::error error_;
   std::function<void()> on_complete_;
+  std::function<void(std::vector<element>&, caf::error&)> on_pulled_;
   const std::atomic<bool>* stop_ = nullptr;
 };
 

@@ -47,6 +47,16 @@ struct async_worker_access {
     r.on_complete_ = std::move(f);
   }
   static bool failed(const async_run& r) { return r.state_ == async_run::state::failed; }
+  /// Hands a pulled(rows, err) answer to the run that asked for it; false if
+  /// no pull is pending.
+  static bool deliver_pulled(async_run& r, std::vector<element>& rows, caf::error& err) {
+    if (!r.on_pulled_)
+      return false;
+    auto f = std::move(r.on_pulled_);
+    r.on_pulled_ = nullptr;
+    f(rows, err);
+    return true;
+  }
   static bool ended(const async_run& r) { return r.state_ == async_run::state::end; }
   static caf::error& error(async_run& r) { return r.error_; }
   static std::vector<element>& rows(async_run& r) { return r.rows_; }
@@ -248,6 +258,13 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
         }
         start_async_run(self);
       },
+      [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
+        if (!async_worker_access::deliver_pulled(self->state.run, rows, err) &&
+            !rows.empty())
+          // Nobody asked for them: back to the front of the queue they came from.
+          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
+                         give_back_atom::value, std::move(rows));
+      },
       [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); },
   };
 }
@@ -354,8 +371,10 @@ bool is_clean_exit(const caf::error& reason) {
 
 void check_finished(runner_ptr self) {
   auto& st = self->state;
-  if (st.started && st.live.empty() && st.pending_closes == 0)
+  if (st.started && st.live.empty() && st.pending_closes == 0) {
+    st.cfg.shared->running = false; // before anyone sees the runner down
     self->quit(caf::exit_reason::normal);
+  }
 }
 
 void close_queue(runner_ptr self, bool cancel_pending_enqueues) {

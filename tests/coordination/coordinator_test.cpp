@@ -132,7 +132,7 @@ TEST_CASE("CO-7 registered actors get stop pushed and are joined", "[CO-7]") {
   coordinator coord{sys};
   std::vector<caf::actor> actors;
   for (int i = 0; i < 5; ++i) {
-    actors.push_back(sys.spawn(stop_listener));
+    actors.push_back(sys.spawn(stop_listener, 0));
     coord.register_actor(actors.back(), "listener" + std::to_string(i));
   }
   CHECK(coord.status().live == 5);
@@ -147,7 +147,7 @@ TEST_CASE("CO-7 an actor registered after stop is stopped at once", "[CO-7]") {
   caf::actor_system sys{cfg};
   coordinator coord{sys};
   coord.request_stop();
-  auto a = sys.spawn(stop_listener);
+  auto a = sys.spawn(stop_listener, 0);
   coord.register_actor(a, "late");
   CHECK(await_all_down(sys, {a}) == 1);
   CHECK_NOTHROW(coord.join());
@@ -170,7 +170,7 @@ TEST_CASE("CO-8 join names every straggler after the grace period", "[CO-8]") {
   quern::config cfg;
   caf::actor_system sys{cfg};
   coordinator coord{sys};
-  auto fine = sys.spawn(stop_listener);
+  auto fine = sys.spawn(stop_listener, 0);
   auto slow1 = sys.spawn(stubborn, caf::timespan{2s});
   auto slow2 = sys.spawn(stubborn, caf::timespan{2s});
   coord.register_actor(fine, "fine");
@@ -213,7 +213,7 @@ TEST_CASE("CO-8 a registered actor's exception reaches join with its message",
   caf::actor_system sys{cfg};
   coordinator coord{sys};
   auto a = sys.spawn(thrower, std::string{"disk on fire"});
-  auto b = sys.spawn(stop_listener);
+  auto b = sys.spawn(stop_listener, 0);
   coord.register_actor(a, "thrower");
   coord.register_actor(b, "bystander");
   caf::anon_send(a, test_done_atom::value);
@@ -227,7 +227,7 @@ TEST_CASE("CO-8 concurrent joins each get the report", "[CO-8]") {
   quern::config cfg;
   caf::actor_system sys{cfg};
   coordinator coord{sys};
-  auto a = sys.spawn(stop_listener);
+  auto a = sys.spawn(stop_listener, 0);
   coord.register_actor(a, "a");
   std::atomic<int> raised{0};
   std::thread t{[&] {
