@@ -106,6 +106,16 @@ caf::error event_file_writer::create_at(const std::string& path, double wall_tim
   return adopt(fd, path, wall_time, sync);
 }
 
+bool event_file_writer::still_exists() const {
+  if (fd_ < 0)
+    return false;
+  struct stat by_name;
+  struct stat by_fd;
+  if (::stat(path_.c_str(), &by_name) != 0 || ::fstat(fd_, &by_fd) != 0)
+    return false;
+  return by_name.st_dev == by_fd.st_dev && by_name.st_ino == by_fd.st_ino;
+}
+
 caf::error event_file_writer::write() {
   if (fd_ < 0 || buf_.empty()) {
     pending_ = 0;

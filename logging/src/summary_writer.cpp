@@ -81,7 +81,23 @@ struct writer_state {
   caf::error ready() {
     if (init_error)
       return init_error;
+    check_vanished();
     return open_file();
+  }
+
+  /// SW-13: when the file was deleted (or replaced) under the writer, the
+  /// writer reports it (kept for the next request) and the next events go to
+  /// a new file. Returns whether the file had vanished.
+  bool check_vanished() {
+    if (!file.is_open() || file.still_exists())
+      return false;
+    auto old = file.path();
+    auto held = file.pending_events();
+    file.close(false);
+    keep(make_error(error_code::unknown, "The events file " + old + " has disappeared (" +
+                                             std::to_string(held) +
+                                             " events not yet written are lost)."));
+    return true;
   }
 
   /// After appending a message's events: max_queue and flush_secs (SW-3).
@@ -184,6 +200,7 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
         auto& st = self->state;
         if (st.init_error)
           return st.init_error;
+        st.check_vanished();
         if (auto err = st.take_write_error())
           return err;
         if (auto err = st.file.flush(st.opts.sync))

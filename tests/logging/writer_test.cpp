@@ -641,3 +641,36 @@ TEST_CASE("SW-5 SW-11 reopen with a suffix creates the new file at once",
     CHECK(c.events[0].data == "brain.Event:2");
   }
 }
+
+TEST_CASE("SW-13 a deleted event file is reported and a new file started",
+          "[SW-13][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  summary_writer w{sys, quiet(dir.path())};
+  w.scalar("a", 1, 1);
+  auto first = w.flush().path;
+  fs::remove(first);
+  w.scalar("a", 2, 2);
+  try {
+    w.flush();
+    FAIL("no error");
+  } catch (const unknown_error& e) {
+    CHECK(std::string(e.what()) ==
+          "The events file " + first +
+              " has disappeared (0 events not yet written are lost).");
+  }
+  auto st = w.flush(); // reported once; the writer goes on in a new file
+  CHECK(st.files == 2); // (it may get the same name: the old one is free)
+  CHECK(fs::exists(st.path));
+  w.close();
+  auto c = only_file(dir.path());
+  CHECK(c.events.at(0).data == "brain.Event:2");
+  CHECK(scalars_of(c) == std::vector<std::pair<std::string, int64_t>>{{"a", 2}});
+  // Deleted between an event and flush(): flush reports it too.
+  w.reopen();
+  w.scalar("b", 3, 3);
+  auto second = w.flush().path;
+  fs::remove(second);
+  CHECK_THROWS_AS(w.flush(), unknown_error);
+}

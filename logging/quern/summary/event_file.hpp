@@ -49,6 +49,10 @@ public:
   caf::error create_at(const std::string& path, double wall_time, bool sync = true);
 
   bool is_open() const { return fd_ >= 0; }
+
+  /// Whether path() still names the open file (false once it was deleted or
+  /// replaced, SW-13).
+  bool still_exists() const;
   const std::string& path() const { return path_; }
 
   /// Buffers one event (encoded and framed at once).
