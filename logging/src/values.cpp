@@ -2,11 +2,35 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 
 #include "quern/error.hpp"
 
 namespace quern {
+
+double wall_time_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+scalar_event make_scalar_event(std::string tag, double value, int64_t step) {
+  scalar_event ev;
+  ev.wall_time = wall_time_now();
+  ev.step = step;
+  ev.tag = std::move(tag);
+  ev.value = static_cast<float>(value);
+  return ev;
+}
+
+summary_event make_summary_event(std::vector<summary_value> values, int64_t step) {
+  summary_event ev;
+  ev.wall_time = wall_time_now();
+  ev.step = step;
+  ev.what = event_kind::summary;
+  ev.values = std::move(values);
+  return ev;
+}
 
 summary_value scalar_value(std::string tag, double value) {
   summary_value v;

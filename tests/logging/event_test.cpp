@@ -364,3 +364,27 @@ TEST_CASE("SW-13 a full disk is an error naming the file and the reason", "[SW-1
   CHECK(message_of(err) ==
         "cannot write to event file '/dev/full': No space left on device");
 }
+
+TEST_CASE("SW-6 events for actors are stamped when made", "[SW-6]") {
+  auto before = wall_time_now();
+  auto s = make_scalar_event("loss", 0.1, 5);
+  auto e = make_summary_event({scalar_value("a", 1), text_value("t", "x")}, 6);
+  auto after = wall_time_now();
+  CHECK(before > 1.6e9);
+  CHECK(s.wall_time >= before);
+  CHECK(s.wall_time <= after);
+  CHECK(s.tag == "loss");
+  CHECK(s.value == 0.1f); // float32, as TensorFlow stores it
+  CHECK(s.step == 5);
+  CHECK(e.what == event_kind::summary);
+  CHECK(e.step == 6);
+  CHECK(e.values.size() == 2);
+  CHECK(e.wall_time >= before);
+  CHECK(e.wall_time <= after);
+  // The same bytes as the equivalent general event.
+  summary_event g;
+  g.wall_time = s.wall_time;
+  g.step = 5;
+  g.values.push_back(scalar_value("loss", 0.1));
+  CHECK(encode_event(s) == encode_event(g));
+}

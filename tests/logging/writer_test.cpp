@@ -660,7 +660,7 @@ TEST_CASE("SW-13 a deleted event file is reported and a new file started",
           "The events file " + first +
               " has disappeared (0 events not yet written are lost).");
   }
-  auto st = w.flush(); // reported once; the writer goes on in a new file
+  auto st = w.flush();  // reported once; the writer goes on in a new file
   CHECK(st.files == 2); // (it may get the same name: the old one is free)
   CHECK(fs::exists(st.path));
   w.close();

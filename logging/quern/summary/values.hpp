@@ -12,6 +12,15 @@
 
 namespace quern {
 
+/// Seconds since the epoch, as Event.wall_time carries it (SW-6).
+double wall_time_now();
+
+/// A scalar event stamped now, ready for add_scalars (SW-6, SW-40).
+scalar_event make_scalar_event(std::string tag, double value, int64_t step = 0);
+
+/// Event{wall_time = now, step, summary{values}}, ready for add_events.
+summary_event make_summary_event(std::vector<summary_value> values, int64_t step = 0);
+
 /// Value{tag, simple_value}; the value is converted to float32 (SW-40).
 summary_value scalar_value(std::string tag, double value);
 
