@@ -30,11 +30,6 @@ constexpr size_t handle_batch_size = 4096;
 /// since its last send, so that a slow loop's events are not held back.
 constexpr double handle_max_delay = 0.020; // seconds
 
-double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 struct writer_state {
   summary_writer_options opts;
   event_file_writer file;
@@ -175,7 +170,7 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
           int64_t step) -> caf::result<void> {
         auto& st = self->state;
         summary_event ev;
-        ev.wall_time = now_seconds();
+        ev.wall_time = wall_time_now();
         ev.step = step;
         ev.what = event_kind::summary;
         ev.values = std::move(values);
@@ -316,7 +311,7 @@ void summary_writer::send_batch(bool force) {
   // At most one batch in flight: the writer encodes one while this thread
   // fills the next, and a write error reaches this thread one batch later.
   await_in_flight();
-  last_send_ = now_seconds();
+  last_send_ = wall_time_now();
   auto rh =
       self_->request(writer_, caf::infinite, add_scalars_atom::value, std::move(batch_));
   in_flight_ = rh.id();
@@ -337,7 +332,7 @@ void summary_writer::call(Ts&&... xs) {
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
   auto& ev = batch_.emplace_back();
-  ev.wall_time = now_seconds(); // SW-6: the time of the call
+  ev.wall_time = wall_time_now(); // SW-6: the time of the call
   ev.step = step;
   ev.tag = tag;
   ev.value = static_cast<float>(value);
