@@ -161,3 +161,26 @@ TEST_CASE("quern-board refuses bad input with a clear message and exit 1", "[boa
   CHECK(help.status == 0);
   CHECK(help.out.find("quern-board export LOGDIR") != std::string::npos);
 }
+
+TEST_CASE("quern-board export quotes awkward tags in csv and json", "[board]") {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "logs");
+  event_file_writer w;
+  REQUIRE(!w.create_at(dir / "logs/events.out.tfevents.1.h", 1, false));
+  w.append(scalar_event{2.0, 1, "a,\"b\"", 1.5f});
+  w.append(scalar_event{2.0, 2, "tab\there", -0.0f});
+  REQUIRE(!w.close(false));
+  auto csv = board("export " + (dir / "logs"), dir.path());
+  CHECK(csv.status == 0);
+  CHECK(csv.out == "run,tag,step,wall_time,value\n"
+                   ".,\"a,\"\"b\"\"\",1,2.000000,1.5\n"
+                   ".,tab\there,2,2.000000,-0\n");
+  auto json = board("export " + (dir / "logs") + " -f json", dir.path());
+  CHECK(json.status == 0);
+  CHECK(json.out == "[\n"
+                    "  {\"run\": \".\", \"tag\": \"a,\\\"b\\\"\", \"step\": 1, "
+                    "\"wall_time\": 2.000000, \"value\": 1.5},\n"
+                    "  {\"run\": \".\", \"tag\": \"tab\\there\", \"step\": 2, "
+                    "\"wall_time\": 2.000000, \"value\": -0}\n"
+                    "]\n");
+}
