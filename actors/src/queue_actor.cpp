@@ -183,7 +183,11 @@ private:
   template <class Attempt, class Promise>
   void add(Attempt a, Promise& rp, caf::timespan timeout) {
     a.id = next_id_++;
-    a.client = caf::actor_cast<caf::actor_addr>(current_sender());
+    // Design rule 2: the requester is the promise's source; making the
+    // promise moved it out of the current message, so current_sender() is
+    // null here.
+    a.client = caf::actor_cast<caf::actor_addr>(
+        static_cast<caf::response_promise&>(rp).source());
     watch(a.client);
     a.done = completion::promise(rp);
     if (timeout != wait_forever)
