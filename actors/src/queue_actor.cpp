@@ -5,6 +5,8 @@
 #include <unordered_set>
 
 #include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -17,6 +19,23 @@ namespace {
 using detail::completion;
 using detail::dequeue_attempt;
 using detail::enqueue_attempt;
+
+/// Arms the deadlines of one queue. A delayed message holds a strong
+/// reference to its receiver until it fires, so a queue that sent deadlines
+/// to itself would outlive its last handle by its longest timeout, and
+/// ~actor_system would wait that long. The relay holds the queue weakly and
+/// is stopped by the queue's on_exit.
+caf::behavior deadline_relay(caf::event_based_actor* self, caf::weak_actor_ptr queue) {
+  return {
+      [=](deadline_atom, uint64_t id, caf::timespan timeout) {
+        self->delayed_send(self, timeout, deadline_atom::value, id);
+      },
+      [=](deadline_atom, uint64_t id) {
+        if (auto q = queue.lock())
+          caf::anon_send(caf::actor_cast<queue_actor>(q), deadline_atom::value, id);
+      },
+  };
+}
 
 /// One queue actor: a thin shell that validates requests, turns them
 /// into attempts of the shared core, arms deadlines and watches clients.
@@ -146,6 +165,8 @@ public:
   void on_exit() override {
     // Nobody waits forever on a queue that is gone.
     core_.shutdown();
+    if (relay_)
+      caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   }
 
 private:
@@ -192,8 +213,7 @@ private:
     a.done = completion::promise(rp);
     if (timeout != wait_forever)
       // Design rule 2: the queue enforces the deadline and answers itself.
-      delayed_send(caf::actor_cast<queue_actor>(this),
-                   std::max(timeout, caf::timespan{0}), deadline_atom::value, a.id);
+      arm(a.id, std::max(timeout, caf::timespan{0}));
     core_.add(std::move(a));
   }
 
@@ -202,6 +222,13 @@ private:
       monitor(client);
   }
 
+  void arm(uint64_t id, caf::timespan timeout) {
+    if (!relay_)
+      relay_ = spawn(deadline_relay, caf::actor_cast<caf::weak_actor_ptr>(ctrl()));
+    caf::anon_send(relay_, deadline_atom::value, id, timeout);
+  }
+
+  caf::actor relay_;
   detail::queue_core core_;
   uint64_t next_id_ = 1;
   std::unordered_set<caf::actor_addr> watched_;
