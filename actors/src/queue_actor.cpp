@@ -251,12 +251,27 @@ std::string dtype_list(const std::vector<dtype>& ts) {
   return s;
 }
 
+// two partial shapes are compatible when they have the same rank and
+// every dimension known in both is equal.
+bool compatible(const tensor_shape& a, const tensor_shape& b) {
+  if (!a.known_rank() || !b.known_rank())
+    return true;
+  if (a.rank() != b.rank())
+    return false;
+  for (size_t d = 0; d < a.rank(); ++d)
+    if (a.dim(d) >= 0 && b.dim(d) >= 0 && a.dim(d) != b.dim(d))
+      return false;
+  return true;
+}
+
 void check_shared(const queue_spec& have, const queue_spec& want) {
   const auto& n = have.resource_name;
   auto fail = [](const std::string& msg) { throw invalid_argument_error(msg); };
+  // The existing queue checks the requesting op (TF: FIFOQueue::MatchesNodeDef
+  // says "Expected FIFOQueue, found <requested op>").
   if (have.kind != want.kind)
-    fail(std::string("Expected ") + queue_kind_name(want.kind) + ", found " +
-         queue_kind_name(have.kind));
+    fail(std::string("Expected ") + queue_kind_name(have.kind) + ", found " +
+         queue_kind_name(want.kind));
   if (have.capacity != want.capacity)
     fail("Shared queue '" + n + "' has capacity " + std::to_string(have.capacity) +
          " but requested capacity was " + std::to_string(want.capacity));
@@ -266,8 +281,7 @@ void check_shared(const queue_spec& have, const queue_spec& want) {
   bool shapes_ok = have.shapes.size() == want.shapes.size();
   for (size_t i = 0; shapes_ok && i < have.shapes.size(); ++i)
     shapes_ok = have.kind == queue_kind::padding_fifo
-                    ? have.shapes[i].known_rank() == want.shapes[i].known_rank() &&
-                          have.shapes[i].rank() == want.shapes[i].rank()
+                    ? compatible(have.shapes[i], want.shapes[i])
                     : have.shapes[i] == want.shapes[i];
   if (!shapes_ok)
     fail("Shared queue '" + n + "' has component shapes " + to_string(have.shapes) +
