@@ -1,0 +1,163 @@
+// The streaming clients (design.md rule 5): queue_writer and queue_reader.
+// Nothing handed to a client is ever lost or reordered.
+
+#include <thread>
+
+#include "probe.hpp"
+
+using namespace quern;
+using namespace quern::test;
+
+namespace {
+
+using ivec = std::vector<int64_t>;
+
+ivec iota(int64_t from, int64_t to) {
+  ivec v;
+  for (int64_t i = from; i < to; ++i)
+    v.push_back(i);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: one writer, one reader keep the order of 10000 rows",
+                 "[stream][Q-13]") {
+  constexpr int64_t n = 10000;
+  auto q = int_fifo(sys, 100);
+  std::thread producer{[&] {
+    queue_writer w{sys, q, 64};
+    for (int64_t i = 0; i < n; ++i)
+      w.push(i64(i));
+    w.flush();
+    CHECK(w.stored() == n);
+    CHECK(w.refused() == 0);
+    blocking_queue{sys, q}.close();
+  }};
+  ivec got;
+  got.reserve(n);
+  {
+    queue_reader r{sys, q, 32};
+    while (auto e = r.try_pull())
+      got.push_back(value_of(*e));
+    // The end stays the end.
+    CHECK_FALSE(r.try_pull());
+  }
+  producer.join();
+  CHECK(got.size() == size_t(n));
+  CHECK(got == iota(0, n));
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: a reader ends with out_of_range once closed and drained",
+                 "[stream][Q-30]") {
+  auto q = int_fifo(sys, 10);
+  blocking_queue b{sys, q};
+  auto name = b.spec().resource_name;
+  b.enqueue_many(i64s({1, 2}));
+  b.close();
+  queue_reader r{sys, q, 8};
+  CHECK(value_of(r.pull()) == 1);
+  CHECK(value_of(r.pull()) == 2);
+  try {
+    r.pull();
+    FAIL("pull after the end did not throw");
+  } catch (const out_of_range_error& e) {
+    CHECK(std::string(e.what()) ==
+          "FIFOQueue '" + name +
+              "' is closed and has insufficient elements (requested 1, current size 0)");
+  }
+  CHECK_THROWS_AS(r.pull(), out_of_range_error);
+  CHECK_FALSE(r.try_pull());
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: a reader destroyed with buffered rows gives them back in order",
+                 "[stream]") {
+  auto q = int_fifo(sys, -1);
+  blocking_queue b{sys, q};
+  b.enqueue_many(i64s(iota(0, 20)));
+  {
+    queue_reader r{sys, q, 8};
+    CHECK(value_of(r.pull()) == 0);
+    CHECK(value_of(r.pull()) == 1);
+    // Up to 6 more rows are buffered or on their way to r now.
+  }
+  CHECK(b.size() == 18);
+  CHECK(values_of(b.dequeue_many(18)) == iota(2, 20));
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: a writer after close throws cancelled_error and counts "
+                 "consistently",
+                 "[stream][Q-41][!mayfail]") {
+  // Known defect of actors/src/blocking_queue.cpp (not fixed here): once the
+  // writer holds an error, push() throws before counting its row as refused,
+  // so stored() + refused() falls short of the rows pushed.
+  auto q = int_fifo(sys, -1);
+  blocking_queue b{sys, q};
+  auto name = b.spec().resource_name;
+  queue_writer w{sys, q, 4};
+  for (int64_t i = 0; i < 5; ++i)
+    w.push(i64(i));
+  w.flush();
+  CHECK(w.stored() == 5);
+  CHECK(w.refused() == 0);
+  b.close();
+  int64_t pushed = 5;
+  int64_t threw = 0;
+  for (int64_t i = 5; i < 12; ++i) {
+    ++pushed;
+    try {
+      w.push(i64(i));
+    } catch (const cancelled_error& e) {
+      ++threw;
+      CHECK(std::string(e.what()) == "FIFOQueue '" + name + "' is closed.");
+    }
+  }
+  try {
+    w.flush();
+    FAIL("flush after close did not throw");
+  } catch (const cancelled_error& e) {
+    CHECK(std::string(e.what()) == "FIFOQueue '" + name + "' is closed.");
+  }
+  INFO("push() threw " << threw << " times");
+  CHECK(w.stored() == 5);
+  CHECK(w.stored() + w.refused() == pushed);
+  CHECK(values_of(b.dequeue_up_to(10)) == iota(0, 5));
+}
+
+TEST_CASE_METHOD(system_fixture, "stream: a push after the writer failed refuses its row",
+                 "[stream][!mayfail]") {
+  // Same known defect as above, made deterministic.
+  auto q = int_fifo(sys, -1);
+  blocking_queue b{sys, q};
+  queue_writer w{sys, q, 4};
+  b.close();
+  w.push(i64(1));
+  CHECK_THROWS_AS(w.flush(), cancelled_error);
+  CHECK(w.stored() == 0);
+  CHECK(w.refused() == 1);
+  // push() documents: "Throws the stream's first error (and refuses e)".
+  CHECK_THROWS_AS(w.push(i64(2)), cancelled_error);
+  CHECK(w.stored() + w.refused() == 2);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: rows of a writer with a full queue are stored in order",
+                 "[stream]") {
+  auto q = int_fifo(sys, 3);
+  probe cons{sys, q};
+  {
+    queue_writer w{sys, q, 2};
+    // Window 2: push() itself waits for acks, so a consumer must be at work.
+    cons.dequeue_many(10);
+    cons.sync();
+    for (int64_t i = 0; i < 10; ++i)
+      w.push(i64(i));
+    w.flush();
+    CHECK(w.stored() == 10);
+  }
+  CHECK(values_of(cons.next().elem()) == iota(0, 10));
+}
