@@ -191,7 +191,7 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
       },
       [=](add_events_atom, const std::vector<summary_event>& events)
           -> caf::result<void> { return add_events(self, events); },
-      [=](flush_atom) -> caf::result<writer_status> {
+      [=](writer_flush_atom) -> caf::result<writer_status> {
         auto& st = self->state;
         if (st.init_error)
           return st.init_error;
@@ -213,7 +213,7 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
           return close_err;
         return caf::unit;
       },
-      [=](reopen_atom) -> caf::result<void> {
+      [=](writer_reopen_atom) -> caf::result<void> {
         auto& st = self->state;
         if (!st.closed) // SW-5: reopen on an open writer does nothing
           return caf::unit;
@@ -225,7 +225,7 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
           return err;
         return caf::unit;
       },
-      [=](status_atom) -> writer_status { return self->state.status(); },
+      [=](writer_status_atom) -> writer_status { return self->state.status(); },
   };
 }
 
@@ -253,7 +253,7 @@ summary_writer::summary_writer(caf::actor_system& sys, summary_writer_options op
   batch_.reserve(handle_batch_size);
   // The writer answers every request, a failed log directory included.
   caf::error err;
-  self_->request(writer_, caf::infinite, flush_atom::value)
+  self_->request(writer_, caf::infinite, writer_flush_atom::value)
       .receive([](writer_status&) {}, [&](caf::error& e) { err = std::move(e); });
   if (err) {
     caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
@@ -365,7 +365,7 @@ writer_status summary_writer::flush() {
   await_in_flight();
   writer_status result;
   caf::error err;
-  self_->request(writer_, caf::infinite, flush_atom::value)
+  self_->request(writer_, caf::infinite, writer_flush_atom::value)
       .receive([&](writer_status& st) { result = std::move(st); },
                [&](caf::error& e) { err = std::move(e); });
   if (err)
@@ -378,7 +378,7 @@ void summary_writer::close() {
 }
 
 void summary_writer::reopen() {
-  call(reopen_atom::value);
+  call(writer_reopen_atom::value);
 }
 
 writer_status summary_writer::status() {
@@ -386,7 +386,7 @@ writer_status summary_writer::status() {
   await_in_flight();
   writer_status result;
   caf::error err;
-  self_->request(writer_, caf::infinite, status_atom::value)
+  self_->request(writer_, caf::infinite, writer_status_atom::value)
       .receive([&](writer_status& st) { result = std::move(st); },
                [&](caf::error& e) { err = std::move(e); });
   if (err)

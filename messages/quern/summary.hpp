@@ -26,11 +26,11 @@ using add_summary_atom = caf::atom_constant<caf::atom("add_summ")>;
 /// add_events(events): Events written as they are (SW-7 add_event).
 using add_events_atom = caf::atom_constant<caf::atom("add_events")>;
 /// flush(): everything received so far reaches the file (and the disk, SW-4).
-using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using writer_flush_atom = caf::atom_constant<caf::atom("sw_flush")>;
 /// reopen(): a closed writer accepts events again, into a new file (SW-5).
-using reopen_atom = caf::atom_constant<caf::atom("reopen")>;
+using writer_reopen_atom = caf::atom_constant<caf::atom("sw_reopen")>;
 /// status(): where the writer stands (writer_status).
-using status_atom = caf::atom_constant<caf::atom("sw_status")>;
+using writer_status_atom = caf::atom_constant<caf::atom("sw_status")>;
 // close() uses quern::close_atom (atoms.hpp).
 
 /// Which member of Summary.Value's `value` oneof is set (SW-32).
@@ -194,7 +194,8 @@ using summary_writer_actor = caf::typed_actor<
     caf::reacts_to<add_scalars_atom, std::vector<scalar_event>>,
     caf::reacts_to<add_summary_atom, std::vector<summary_value>, int64_t>,
     caf::reacts_to<add_events_atom, std::vector<summary_event>>,
-    caf::replies_to<flush_atom>::with<writer_status>, caf::reacts_to<close_atom>,
-    caf::reacts_to<reopen_atom>, caf::replies_to<status_atom>::with<writer_status>>;
+    caf::replies_to<writer_flush_atom>::with<writer_status>, caf::reacts_to<close_atom>,
+    caf::reacts_to<writer_reopen_atom>,
+    caf::replies_to<writer_status_atom>::with<writer_status>>;
 
 } // namespace quern

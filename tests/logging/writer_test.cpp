@@ -18,6 +18,12 @@
 #include <caf/send.hpp>
 
 #include "quern/error.hpp"
+// The summary vocabulary must not collide with the other parts' atoms when a
+// program includes them all.
+#include "quern/atoms.hpp"
+#if __has_include("quern/coordination.hpp")
+#include "quern/coordination.hpp"
+#endif
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
@@ -73,7 +79,7 @@ caf::error request_error(caf::scoped_actor& self, const summary_writer_actor& w,
 
 writer_status status_of(caf::scoped_actor& self, const summary_writer_actor& w) {
   writer_status st;
-  self->request(w, caf::infinite, status_atom::value)
+  self->request(w, caf::infinite, writer_status_atom::value)
       .receive([&](writer_status& s) { st = s; },
                [&](caf::error& e) { FAIL(to_string(e)); });
   return st;
@@ -100,7 +106,7 @@ void producer(caf::event_based_actor* a, int k, int per_writer, summary_writer_a
       batch.push_back(scalar_event{1.0, step++, tag, 1.0f});
     a->send(w, add_scalars_atom::value, std::move(batch));
   }
-  a->request(w, caf::infinite, flush_atom::value)
+  a->request(w, caf::infinite, writer_flush_atom::value)
       .then([=](const writer_status&) { a->send(parent, k); },
             [=](caf::error& e) { a->send(parent, -1 - k, to_string(e)); });
 }
@@ -313,7 +319,7 @@ TEST_CASE("SW-3 flush policy: max_queue and flush_secs", "[SW-3][writer]") {
     REQUIRE(!request_error(self, w, one(5)));
     CHECK(fs::file_size(path) == size4);
     writer_status st;
-    self->request(w, caf::infinite, flush_atom::value)
+    self->request(w, caf::infinite, writer_flush_atom::value)
         .receive([&](writer_status& s) { st = s; },
                  [](caf::error& e) { FAIL(to_string(e)); });
     CHECK(fs::file_size(path) > size4); // flush() writes everything (SW-4)
@@ -458,7 +464,7 @@ TEST_CASE("SW-1 an unwritable log directory is an error naming it and the reason
   auto err = request_error(self, w, {{1.0, 1, "x", 1.0f}});
   CHECK(is(err, error_code::failed_precondition));
   CHECK(message_of(err) == "cannot create log directory '" + bad + "': Not a directory");
-  self->request(w, caf::infinite, flush_atom::value)
+  self->request(w, caf::infinite, writer_flush_atom::value)
       .receive([](writer_status&) { FAIL("flush succeeded"); },
                [&](caf::error& e) { CHECK(message_of(e) == message_of(err)); });
   self->send_exit(w, caf::exit_reason::user_shutdown);
@@ -604,7 +610,7 @@ TEST_CASE("SW-13 a one-way add keeps its write error for the next request",
     big.push_back({1.0, step, "a_rather_long_tag_name", 1.0f});
   self->send(w, add_scalars_atom::value, big);
   caf::error first;
-  self->request(w, caf::infinite, flush_atom::value)
+  self->request(w, caf::infinite, writer_flush_atom::value)
       .receive([](writer_status&) {}, [&](caf::error& e) { first = std::move(e); });
   setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
