@@ -31,9 +31,10 @@ struct runner_shared;
 /// later, from a response handler. Exactly one of done(), end() or fail()
 /// completes a run; emit()/emit_many() before it add the rows this run
 /// produces (zero, one or many). The worker then enqueues every row (in
-/// order, as one streamed push), waits until the queue stored them, and
-/// starts the next run. An exception thrown by the op (or by a response
-/// handler it installed) fails the run with its original message.
+/// order, as one streamed push) and starts the next run; at most
+/// queue_runner_options::push_window pushes wait for the queue at a time, so
+/// a worker on a full queue stays blocked. An exception thrown by the op (or by a
+/// response handler it installed) fails the run with its original message.
 class async_run {
 public:
   /// The worker actor, to make requests: `run.self()->request(q, caf::infinite, ...)`.
@@ -192,6 +193,11 @@ struct queue_runner_options {
   /// choice when enqueue ops dequeue from other queues is {out_of_range,
   /// cancelled}.
   std::vector<error_code> queue_closed_codes{error_code::out_of_range};
+  /// How many runs' rows a worker may have handed to the queue without an
+  /// acknowledgement yet, so that the next run works while the queue stores
+  /// (rows are stored in run order either way). 1: TensorFlow's strict
+  /// run-then-enqueue alternation.
+  int32_t push_window = 2;
 };
 
 /// TensorFlow's QueueRunner: a queue, a list of enqueue ops, a close and a

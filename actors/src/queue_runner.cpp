@@ -179,24 +179,79 @@ using detail::runner_shared;
 // user_shutdown when stopped, and with the run's error otherwise. Its runner
 // monitors it and reads the reason.
 
+/// How a worker streams its rows: each run's rows are one push; up to
+/// `push_window` pushes may wait for their ack while the next run already
+/// works (rows are still stored in run order: one sender, one queue).
+struct push_pipe {
+  queue_actor queue;
+  int32_t window = 2;
+  int32_t in_flight = 0;
+  bool ended = false;      // the input is exhausted: quit once all acked
+  bool run_active = false; // an asynchronous run has not completed yet
+  bool run_scheduled = false;
+  uint64_t runs = 0;
+
+  bool may_run() const { return !ended && !run_active && in_flight < window; }
+};
+
+/// After a run: push its rows, then end or schedule the next run (always
+/// through the mailbox, so that a pending stop is seen first and the stack
+/// does not grow).
+void after_run(caf::event_based_actor* self, push_pipe& p, std::vector<element>& rows,
+               bool ended) {
+  if (!rows.empty()) {
+    ++p.in_flight;
+    self->send(p.queue, push_atom::value, std::move(rows));
+    rows.clear();
+  }
+  p.ended = p.ended || ended;
+  if (p.ended) {
+    if (p.in_flight == 0)
+      self->quit(caf::exit_reason::normal);
+    return;
+  }
+  if (p.may_run() && !p.run_scheduled) {
+    p.run_scheduled = true;
+    self->send(self, worker_run_atom::value);
+  }
+}
+
+/// A push was acknowledged.
+void on_pushed(caf::event_based_actor* self, push_pipe& p, caf::error& err) {
+  --p.in_flight;
+  if (err) {
+    self->quit(std::move(err));
+    return;
+  }
+  if (p.ended) {
+    if (p.in_flight == 0)
+      self->quit(caf::exit_reason::normal);
+    return;
+  }
+  if (p.may_run() && !p.run_scheduled) {
+    p.run_scheduled = true;
+    self->send(self, worker_run_atom::value);
+  }
+}
+
 struct async_worker_state {
   async_enqueue_fn fn;
-  queue_actor queue;
   std::shared_ptr<runner_shared> shared;
   async_run run;
-  uint64_t runs = 0;
-  bool end_after_push = false;
+  push_pipe pipe;
   static inline const char* name = "quern.async_worker";
 };
 
 using async_worker_ptr = caf::stateful_actor<async_worker_state>*;
 
-void async_run_completed(async_worker_ptr self);
-
 void start_async_run(async_worker_ptr self) {
   auto& st = self->state;
+  st.pipe.run_scheduled = false;
+  if (!st.pipe.may_run())
+    return;
+  st.pipe.run_active = true;
   auto& r = st.run;
-  async_worker_access::reset(r, self, st.runs, &st.shared->stop);
+  async_worker_access::reset(r, self, st.pipe.runs, &st.shared->stop);
   try {
     st.fn(r);
   } catch (...) {
@@ -206,57 +261,33 @@ void start_async_run(async_worker_ptr self) {
   }
 }
 
-void enqueue_or_continue(caf::event_based_actor* self, const queue_actor& q,
-                         std::vector<element>& rows, bool ended, bool& end_after_push,
-                         bool async) {
-  if (!rows.empty()) {
-    end_after_push = ended;
-    self->send(q, push_atom::value, std::move(rows));
-    rows.clear();
-  } else if (ended) {
-    self->quit(caf::exit_reason::normal);
-  } else if (async) {
-    // A run without rows: start the next one from a fresh message so that
-    // stop is seen and the stack does not grow.
-    self->send(self, worker_run_atom::value);
-  } else {
-    self->send(self, worker_run_atom::value);
-  }
-}
-
 void async_run_completed(async_worker_ptr self) {
   auto& st = self->state;
   auto& r = st.run;
-  ++st.runs;
+  st.pipe.run_active = false;
+  ++st.pipe.runs;
   if (async_worker_access::failed(r)) {
     self->quit(std::move(async_worker_access::error(r)));
     return;
   }
-  enqueue_or_continue(self, st.queue, async_worker_access::rows(r),
-                      async_worker_access::ended(r), st.end_after_push, true);
+  after_run(self, st.pipe, async_worker_access::rows(r), async_worker_access::ended(r));
 }
 
 caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_actor q,
-                           std::shared_ptr<runner_shared> shared) {
+                           int32_t window, std::shared_ptr<runner_shared> shared) {
   self->set_exception_handler(keep_exception_message);
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.queue = std::move(q);
+  st.pipe.queue = std::move(q);
+  st.pipe.window = std::max(window, int32_t{1});
   st.shared = std::move(shared);
   async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
+  st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
   return {
       [self](worker_run_atom) { start_async_run(self); },
       [self](pushed_atom, int32_t, caf::error& err) {
-        if (err) {
-          self->quit(std::move(err));
-          return;
-        }
-        if (self->state.end_after_push) {
-          self->quit(caf::exit_reason::normal);
-          return;
-        }
-        start_async_run(self);
+        on_pushed(self, self->state.pipe, err);
       },
       [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
         if (!async_worker_access::deliver_pulled(self->state.run, rows, err) &&
@@ -271,11 +302,9 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
 
 struct blocking_worker_state {
   blocking_enqueue_fn fn;
-  queue_actor queue;
   std::shared_ptr<runner_shared> shared;
   blocking_run run;
-  uint64_t runs = 0;
-  bool end_after_push = false;
+  push_pipe pipe;
   static inline const char* name = "quern.blocking_worker";
 };
 
@@ -283,43 +312,39 @@ using blocking_worker_ptr = caf::stateful_actor<blocking_worker_state>*;
 
 void start_blocking_run(blocking_worker_ptr self) {
   auto& st = self->state;
+  st.pipe.run_scheduled = false;
   if (st.shared->stop.load()) {
     self->quit(caf::exit_reason::user_shutdown);
     return;
   }
+  if (!st.pipe.may_run())
+    return;
   auto& r = st.run;
-  async_worker_access::reset(r, st.runs++, &st.shared->stop);
+  async_worker_access::reset(r, st.pipe.runs++, &st.shared->stop);
   try {
     st.fn(r); // may block: this actor has its own thread
   } catch (...) {
     self->quit(error_from_exception(std::current_exception()));
     return;
   }
-  enqueue_or_continue(self, st.queue, async_worker_access::rows(r),
-                      async_worker_access::ended(r), st.end_after_push, false);
+  after_run(self, st.pipe, async_worker_access::rows(r), async_worker_access::ended(r));
 }
 
 caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
-                              queue_actor q, std::shared_ptr<runner_shared> shared) {
+                              queue_actor q, int32_t window,
+                              std::shared_ptr<runner_shared> shared) {
   self->set_exception_handler(keep_exception_message);
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.queue = std::move(q);
+  st.pipe.queue = std::move(q);
+  st.pipe.window = std::max(window, int32_t{1});
   st.shared = std::move(shared);
+  st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
   return {
       [self](worker_run_atom) { start_blocking_run(self); },
       [self](pushed_atom, int32_t, caf::error& err) {
-        if (err) {
-          self->quit(std::move(err));
-          return;
-        }
-        if (self->state.end_after_push) {
-          self->quit(caf::exit_reason::normal);
-          return;
-        }
-        // Through the mailbox, so that a pending stop is seen first.
-        self->send(self, worker_run_atom::value);
+        on_pushed(self, self->state.pipe, err);
       },
       [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); },
   };
@@ -476,10 +501,11 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
           caf::actor w;
           if (op.async)
             w = self->spawn<caf::monitored>(async_worker, op.async, st.cfg.queue,
-                                            st.cfg.shared);
+                                            st.cfg.opts.push_window, st.cfg.shared);
           else
-            w = self->spawn<caf::monitored + caf::detached>(blocking_worker, op.blocking,
-                                                            st.cfg.queue, st.cfg.shared);
+            w = self->spawn<caf::monitored + caf::detached>(
+                blocking_worker, op.blocking, st.cfg.queue, st.cfg.opts.push_window,
+                st.cfg.shared);
           st.live.emplace(w.id(), w);
           st.workers.push_back(w);
           regs.push_back(registration{w, op_name(st.cfg, i), false, false});
