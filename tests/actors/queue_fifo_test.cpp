@@ -2,6 +2,8 @@
 // Q-10..Q-14), enqueue/enqueue_many (Q-20..Q-23) and the dequeue family
 // (Q-30..Q-36). Deterministic: answers are awaited, never timed.
 
+#include <limits>
+
 #include "probe.hpp"
 
 using namespace quern;
@@ -536,4 +538,26 @@ TEST_CASE_METHOD(system_fixture,
   prod.enqueue(i64(3));
   CHECK(prod.next().count() == 1);
   CHECK(values_of(cons.next().elem()) == ivec{1, 2, 3});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-2 divergence: capacity 0 and below -1 are refused, -1 is unbounded",
+                 "[Q-2]") {
+  for (int32_t c : {0, -2, -100}) {
+    INFO("capacity " << c);
+    try {
+      int_fifo(sys, c);
+      FAIL("spawn succeeded");
+    } catch (const invalid_argument_error& e) {
+      CHECK(std::string(e.what()) ==
+            "capacity must be positive, or -1 for unbounded, but is " +
+                std::to_string(c));
+    }
+  }
+  auto q = int_fifo(sys, -1);
+  probe p{sys, q};
+  CHECK(p.spec().capacity == std::numeric_limits<int32_t>::max());
+  std::vector<int64_t> rows(1000);
+  p.enqueue_many(i64s(rows));
+  CHECK(p.next().count() == 1000);
 }

@@ -209,3 +209,24 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(p.size() == 1);
   CHECK(dequeue_values(p, 1) == ivec{3});
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-80 the deadline of a finished attempt does not keep the queue alive",
+                 "[Q-80]") {
+  caf::scoped_actor watcher{sys};
+  {
+    auto q = int_fifo(sys, 2);
+    watcher->monitor(q);
+    probe p{sys, q};
+    p.enqueue(i64(1), std::chrono::minutes(10));
+    CHECK(p.next().count() == 1);
+    p.dequeue(std::chrono::minutes(10));
+    CHECK(value_of(p.next().elem()) == 1);
+  }
+  // Every handle is gone: the queue terminates now, not in ten minutes (and
+  // ~actor_system does not wait for the timers).
+  bool down = false;
+  watcher->receive([&](caf::down_msg&) { down = true; },
+                   caf::after(std::chrono::seconds(30)) >> [] {});
+  CHECK(down);
+}
