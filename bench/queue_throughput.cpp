@@ -164,6 +164,7 @@ double median(std::vector<double> xs) {
 int main(int argc, char** argv) {
   params p;
   int repeat = 3;
+  std::string only;
   po::options_description desc{"bench_queue_throughput: a FIFO queue actor against a "
                                "mutex + condition-variable queue, same process\nOptions"};
   desc.add_options()("help,h", "show this help")(
@@ -176,7 +177,9 @@ int main(int argc, char** argv) {
       "window,w", po::value<size_t>(&p.window)->default_value(256),
       "credit window of the streaming clients")(
       "repeat,r", po::value<int>(&repeat)->default_value(3),
-      "runs per figure (the median is printed)");
+      "runs per figure (the median is printed)")(
+    "only", po::value<std::string>(&only)->default_value(""),
+    "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -201,6 +204,11 @@ int main(int argc, char** argv) {
               "ratio");
   for (int pc : {1, 4}) {
     for (bool batch : {false, true}) {
+      char name[64];
+      std::snprintf(name, sizeof(name), "P=C=%d %s", pc,
+                    batch ? ("batch of " + std::to_string(p.batch)).c_str() : "single");
+      if (!only.empty() && std::string(name).find(only) == std::string::npos)
+        continue;
       std::vector<double> actor, mutex, ratio;
       for (int r = 0; r < repeat; ++r) {
         // Alternate the order so that neither side always runs warm.
@@ -216,9 +224,6 @@ int main(int argc, char** argv) {
         mutex.push_back(m);
         ratio.push_back(a / m);
       }
-      char name[64];
-      std::snprintf(name, sizeof(name), "P=C=%d %s", pc,
-                    batch ? ("batch of " + std::to_string(p.batch)).c_str() : "single");
       std::printf("%-28s %14.0f %14.0f %7.2fx\n", name, median(actor), median(mutex),
                   median(ratio));
       std::fflush(stdout);
