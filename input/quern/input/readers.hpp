@@ -1,0 +1,191 @@
+#pragma once
+
+// Readers with TensorFlow 1.x's semantics (tf-semantics RD-1..RD-7): a
+// reader takes work units (file names) from a queue of scalar strings and
+// turns each file into (key, value) records, as TF's ReaderBase does.
+//
+// These readers BLOCK: they read files and wait on a blocking_queue. Use
+// them in detached actors (e.g. a queue runner's blocking_op worker) or in
+// plain threads, never inside an event-based actor (design.md rule 1).
+//
+// Compression: TF's FixedLengthRecordReader `encoding` and TFRecordReader
+// `compression_type` accept "ZLIB" and "GZIP". zlib is not one of quern's
+// dependencies, so both values are refused with UNIMPLEMENTED
+// (unimplemented_error) when the reader is constructed; any other non-empty
+// value is refused with INVALID_ARGUMENT (TF silently reads such files
+// uncompressed).
+//
+// Errors are thrown as quern::op_error subclasses named after TF's errors:
+// out_of_range_error (the filename queue is closed and drained), not_found_error
+// and other I/O errors `<file>; <OS reason>` (RD-3), data_loss_error
+// (TFRecord corruption, RD-6), invalid_argument_error (bad arguments or a
+// queue of the wrong signature, RD-1).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quern/blocking_queue.hpp"
+#include "quern/element.hpp"
+
+namespace quern {
+
+/// One record: TF's (key, value) pair.
+struct record {
+  std::string key;
+  std::string value;
+
+  friend bool operator==(const record& a, const record& b) {
+    return a.key == b.key && a.value == b.value;
+  }
+  friend bool operator!=(const record& a, const record& b) { return !(a == b); }
+};
+
+/// The records of one open file (what each TF reader kind does with a work
+/// unit). Sources are created by the open_* functions below, which throw the
+/// file's open error (not_found_error `<file>; No such file or directory`...).
+class record_source {
+public:
+  virtual ~record_source() = default;
+
+  /// Produces the next record into `out` and returns true, or returns false
+  /// at the end of the file (then `out` is unspecified). Throws op_error for
+  /// a failed read (e.g. data_loss_error for a corrupt TFRecord).
+  virtual bool next(record& out) = 0;
+
+  /// Whether the source already knows that next() will return false (the
+  /// whole-file source after its one record): the reader then completes the
+  /// work unit in the same call, as TF does.
+  virtual bool exhausted() const { return false; }
+};
+
+/// TextLineReader (RD-4): one record per line, without its "\n" and one
+/// trailing "\r"; a last line without a newline is a record; interior empty
+/// lines are "" records. Key `<file>:<1-based physical line>`, counting the
+/// `skip_header_lines` skipped lines. skip_header_lines must be >= 0.
+std::unique_ptr<record_source> open_text_line_source(const std::string& file,
+                                                     int64_t skip_header_lines = 0);
+
+/// Sizes of a FixedLengthRecordReader (RD-5); all must be >= 0.
+struct fixed_length_options {
+  int64_t record_bytes = 0;
+  int64_t header_bytes = 0;
+  int64_t footer_bytes = 0;
+  /// Distance between record starts; 0 means record_bytes.
+  int64_t hop_bytes = 0;
+};
+
+/// FixedLengthRecordReader (RD-5): record k (key `<file>:<k>`, 0-based)
+/// starts at header_bytes + k * hop and is produced only if record_bytes +
+/// footer_bytes bytes are available from its start; its value is the first
+/// record_bytes of them. A trailing partial record is dropped silently; a
+/// file shorter than header_bytes has no records (TF fails that read with
+/// OUT_OF_RANGE, which a queue runner would take for the end of input).
+/// As in TF, record_bytes == 0 with hop_bytes == 0 never advances: every
+/// file then yields an endless stream of empty records.
+std::unique_ptr<record_source> open_fixed_length_source(const std::string& file,
+                                                        const fixed_length_options& opts);
+
+/// TFRecordReader (RD-6): value = payload, key = `<file>:<offset of the
+/// record's length field>`. Damage throws data_loss_error `corrupted record at
+/// <X>` / `truncated record at <X>` (SW-22, offsets as logging's
+/// record_reader reports them); a clean end of file ends the file.
+std::unique_ptr<record_source> open_tf_record_source(const std::string& file);
+
+/// WholeFileReader (RD-7): one record per file (also for an empty file):
+/// key = the file name, value = its entire contents.
+std::unique_ptr<record_source> open_whole_file_source(const std::string& file);
+
+/// TF's ReaderBase: takes work units from a queue of file names and reads
+/// each through a record_source. Thread-safe: calls on one reader are
+/// serialised by a lock held while they block (as TF's reader ops hold the
+/// reader's lock). Movable, not copyable (wrap it in a shared_ptr to
+/// capture it in a std::function such as a queue runner's blocking_op).
+class reader {
+public:
+  /// Opens one work unit. Throws the open error.
+  using source_factory =
+      std::function<std::unique_ptr<record_source>(const std::string& work)>;
+  /// Returns the next work unit; throws out_of_range_error when there is none.
+  using work_source = std::function<std::string()>;
+
+  explicit reader(source_factory open);
+  virtual ~reader();
+  reader(reader&&) noexcept;
+  reader& operator=(reader&&) noexcept;
+
+  /// RD-1: the next record, dequeuing file names from `filenames` as needed
+  /// (moving to the next file within the same call, skipping files without
+  /// records). The queue must have a single string component, else
+  /// invalid_argument_error `Expected single component queue` / `Expected
+  /// queue with single string component` (checked from the queue's spec
+  /// before anything is dequeued) / `Expected to dequeue a one-element string
+  /// tensor` (checked on the dequeued element). Throws the queue's
+  /// out_of_range_error when it is closed and drained (RD-1) and a file's
+  /// open error (RD-3); a file whose open failed is dropped (the next read
+  /// dequeues the next file). An error while reading an opened file is
+  /// thrown again by every later read of that file until reset() (TF retries
+  /// the failing read, which fails the same way).
+  record read(blocking_queue& filenames);
+  /// The same with work units from any source (a queue_reader, a list...).
+  record read(const work_source& next_work);
+
+  /// RD-2: 1..n records, never crossing into a new work unit once a record
+  /// was produced in this call. n must be > 0 (invalid_argument_error
+  /// `num_records must be > 0 not <n>`). Errors as read(); an error of the
+  /// current file after some records were produced in this call is deferred
+  /// to the next call (TF would fail the call and drop those records).
+  std::vector<record> read_up_to(blocking_queue& filenames, int64_t n);
+  std::vector<record> read_up_to(const work_source& next_work, int64_t n);
+
+  /// Records produced since construction or reset().
+  int64_t num_records_produced() const;
+  /// Work units finished (read to their end) since construction or reset().
+  int64_t num_work_units_completed() const;
+  /// Zeroes the counters and drops the current work unit.
+  void reset();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// tf.TextLineReader(skip_header_lines): throws invalid_argument_error
+/// `skip_header_lines must be >= 0 not <n>`.
+class text_line_reader : public reader {
+public:
+  explicit text_line_reader(int64_t skip_header_lines = 0);
+};
+
+/// tf.FixedLengthRecordReader(record_bytes, header_bytes, footer_bytes,
+/// hop_bytes, encoding): throws invalid_argument_error `<attr> must be >= 0
+/// not <n>`; encoding "ZLIB"/"GZIP" throws unimplemented_error (no zlib).
+class fixed_length_record_reader : public reader {
+public:
+  explicit fixed_length_record_reader(int64_t record_bytes, int64_t header_bytes = 0,
+                                      int64_t footer_bytes = 0, int64_t hop_bytes = 0,
+                                      const std::string& encoding = {});
+};
+
+/// tf.TFRecordReader(options): compression_type "" only; "ZLIB"/"GZIP" throw
+/// unimplemented_error (no zlib).
+class tf_record_reader : public reader {
+public:
+  explicit tf_record_reader(const std::string& compression_type = {});
+};
+
+/// tf.WholeFileReader().
+class whole_file_reader : public reader {
+public:
+  whole_file_reader();
+};
+
+/// (key, value) as an element of two scalar strings, for enqueueing a record
+/// into an example queue of {string, string}.
+element record_element(const record& r);
+/// Records as a batch for enqueue_many: two string tensors of shape [n].
+element record_batch(const std::vector<record>& rs);
+
+} // namespace quern

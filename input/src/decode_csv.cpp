@@ -1,0 +1,387 @@
+#include "quern/input/decode_csv.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+#include "quern/error.hpp"
+
+namespace quern {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) {
+  throw invalid_argument_error(message);
+}
+
+[[noreturn]] void fail_at(const char* what, int64_t column, int64_t record) {
+  fail(std::string(what) + " (field " + std::to_string(column) + " in record " +
+       std::to_string(record) + ")");
+}
+
+/// A field of the current record: a slice of the record itself, or of the
+/// scratch buffer when unescaping "" changed its text.
+struct field_ref {
+  size_t offset;
+  size_t size;
+  bool in_scratch;
+};
+
+/// TF's DecodeCSVOp::ExtractFields over string_views: no allocation per
+/// field; only quoted fields with escaped quotes are copied (into scratch).
+class splitter {
+public:
+  splitter(char delim, bool quotes, const std::vector<int64_t>& select)
+      : delim_(delim), quotes_(quotes), select_(select) {}
+
+  void split(std::string_view in, int64_t record) {
+    fields_.clear();
+    scratch_.clear();
+    record_ = in;
+    if (in.empty())
+      return;
+    const bool all = select_.empty();
+    const size_t n = in.size();
+    size_t idx = 0;
+    int64_t parsed = 0;
+    size_t sel = 0;
+    while (idx < n) {
+      char c = in[idx];
+      if (c == '\n' || c == '\r') {
+        ++idx;
+        continue;
+      }
+      bool include = all || select_[sel] == parsed;
+      if (!(quotes_ && c == '"')) {
+        size_t start = idx;
+        while (idx < n && in[idx] != delim_) {
+          char ch = in[idx];
+          if ((quotes_ && ch == '"') || ch == '\n' || ch == '\r')
+            fail_at("Unquoted fields cannot have quotes/CRLFs inside", parsed, record);
+          ++idx;
+        }
+        if (include)
+          fields_.push_back({start, idx - start, false});
+        ++idx; // the delimiter, or past the end
+      } else {
+        ++idx;
+        size_t start = idx;
+        size_t scratch_start = scratch_.size();
+        bool escaped = false;
+        while (idx < n - 1 && (in[idx] != '"' || in[idx + 1] != delim_)) {
+          if (in[idx] != '"') {
+            if (escaped && include)
+              scratch_ += in[idx];
+            ++idx;
+          } else {
+            if (in[idx + 1] != '"')
+              fail_at("Quote inside a string has to be escaped by another quote", parsed,
+                      record);
+            if (include) {
+              if (!escaped)
+                scratch_.append(in.data() + start, idx - start);
+              escaped = true;
+              scratch_ += '"';
+            }
+            idx += 2;
+          }
+        }
+        if (!(idx < n && in[idx] == '"' && (idx == n - 1 || in[idx + 1] == delim_)))
+          fail_at("Quoted field has to end with quote followed by delim or end", parsed,
+                  record);
+        if (include) {
+          if (escaped)
+            fields_.push_back({scratch_start, scratch_.size() - scratch_start, true});
+          else
+            fields_.push_back({start, idx - start, false});
+        }
+        idx += 2;
+      }
+      ++parsed;
+      if (include) {
+        ++sel;
+        if (!all && sel == select_.size())
+          return;
+      }
+    }
+    bool include = all || select_[sel] == parsed;
+    if (include && in[n - 1] == delim_)
+      fields_.push_back({0, 0, false}); // a trailing delimiter: empty last field
+  }
+
+  size_t size() const { return fields_.size(); }
+
+  std::string_view operator[](size_t i) const {
+    auto& f = fields_[i];
+    if (f.in_scratch)
+      return std::string_view(scratch_).substr(f.offset, f.size);
+    return record_.substr(f.offset, f.size);
+  }
+
+private:
+  char delim_;
+  bool quotes_;
+  const std::vector<int64_t>& select_;
+  std::string_view record_;
+  std::vector<field_ref> fields_;
+  std::string scratch_;
+};
+
+bool is_space(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
+
+/// TF's safe_strto*/safe_strtof allow white space around the number.
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back()))
+    s.remove_suffix(1);
+  return s;
+}
+
+template <class Int>
+bool parse_int(std::string_view text, Int& out) {
+  auto s = trim(text);
+  if (s.empty())
+    return false;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), out);
+  return res.ec == std::errc{} && res.ptr == s.data() + s.size();
+}
+
+template <class Float>
+bool parse_float(std::string_view text, Float& out) {
+  auto s = trim(text);
+  if (s.empty())
+    return false;
+  // strtod needs a terminated string; fields are views into the record.
+  char small[128];
+  std::string large;
+  const char* begin;
+  if (s.size() < sizeof(small)) {
+    std::memcpy(small, s.data(), s.size());
+    small[s.size()] = '\0';
+    begin = small;
+  } else {
+    large.assign(s);
+    begin = large.c_str();
+  }
+  char* end = nullptr;
+  if constexpr (std::is_same_v<Float, float>)
+    out = std::strtof(begin, &end);
+  else
+    out = std::strtod(begin, &end);
+  // Out-of-range values become +-inf or a denormal, as in TF.
+  return end == begin + s.size();
+}
+
+/// One output column: its dtype, default and values.
+struct column {
+  dtype type;
+  bool has_default = false;
+  int32_t d_i32 = 0;
+  int64_t d_i64 = 0;
+  float d_f32 = 0;
+  double d_f64 = 0;
+  std::string d_str;
+  std::vector<int32_t> i32;
+  std::vector<int64_t> i64;
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::vector<std::string> str;
+};
+
+const char* type_word(dtype t) {
+  switch (t) {
+  case dtype::int32:
+    return "int32";
+  case dtype::int64:
+    return "int64";
+  case dtype::float32:
+    return "float";
+  case dtype::float64:
+    return "double";
+  default:
+    return dtype_name(t);
+  }
+}
+
+} // namespace
+
+std::vector<tensor> decode_csv(const tensor& records,
+                               const std::vector<tensor>& record_defaults,
+                               const std::string& field_delim, bool use_quote_delim,
+                               const std::string& na_value,
+                               const std::vector<int64_t>& select_cols) {
+  // Attribute checks, in TF's order (DecodeCSVOp's constructor).
+  if (!select_cols.empty() && select_cols.size() != record_defaults.size())
+    fail("select_cols should match output size (" + std::to_string(select_cols.size()) +
+         " select_cols, " + std::to_string(record_defaults.size()) + " record_defaults)");
+  for (size_t i = 1; i < select_cols.size(); ++i)
+    if (select_cols[i - 1] >= select_cols[i])
+      fail("select_cols should be strictly increasing indices");
+  if (!select_cols.empty() && select_cols.front() < 0)
+    fail("select_cols should be non-negative indices");
+  if (field_delim.size() != 1)
+    fail("field_delim should be only 1 char");
+  if (records.type() != dtype::string)
+    fail(std::string("decode_csv: records must be a string tensor, not ") +
+         dtype_name(records.type()));
+
+  const size_t ncols = record_defaults.size();
+  std::vector<column> cols(ncols);
+  for (size_t i = 0; i < ncols; ++i) {
+    auto& d = record_defaults[i];
+    auto& c = cols[i];
+    c.type = d.type();
+    switch (c.type) {
+    case dtype::int32:
+    case dtype::int64:
+    case dtype::float32:
+    case dtype::float64:
+    case dtype::string:
+      break;
+    default:
+      fail(std::string("csv: data type ") + dtype_name(c.type) +
+           " not supported in field " + std::to_string(i));
+    }
+    if (d.shape().rank() > 1)
+      fail("Each record default should be at most rank 1");
+    if (d.num_elements() >= 2)
+      fail("There should only be 1 default per field but field " + std::to_string(i) +
+           " has " + std::to_string(d.num_elements()));
+    c.has_default = d.num_elements() == 1;
+    if (c.has_default) {
+      switch (c.type) {
+      case dtype::int32:
+        c.d_i32 = d.values<int32_t>()[0];
+        break;
+      case dtype::int64:
+        c.d_i64 = d.values<int64_t>()[0];
+        break;
+      case dtype::float32:
+        c.d_f32 = d.values<float>()[0];
+        break;
+      case dtype::float64:
+        c.d_f64 = d.values<double>()[0];
+        break;
+      default:
+        c.d_str = d.values<std::string>()[0];
+      }
+    }
+  }
+
+  auto recs = records.values<std::string>();
+  const size_t n = recs.size();
+  for (auto& c : cols) {
+    switch (c.type) {
+    case dtype::int32:
+      c.i32.resize(n);
+      break;
+    case dtype::int64:
+      c.i64.resize(n);
+      break;
+    case dtype::float32:
+      c.f32.resize(n);
+      break;
+    case dtype::float64:
+      c.f64.resize(n);
+      break;
+    default:
+      c.str.resize(n);
+    }
+  }
+
+  const std::string_view na{na_value};
+  splitter fields{field_delim[0], use_quote_delim, select_cols};
+  for (size_t r = 0; r < n; ++r) {
+    auto ri = static_cast<int64_t>(r);
+    fields.split(recs[r], ri);
+    if (fields.size() != ncols)
+      fail("Expect " + std::to_string(ncols) + " fields but have " +
+           std::to_string(fields.size()) + " in record " + std::to_string(r));
+    for (size_t f = 0; f < ncols; ++f) {
+      auto& c = cols[f];
+      auto text = fields[f];
+      if (text.empty() || text == na) {
+        if (!c.has_default)
+          fail("Field " + std::to_string(f) + " is required but missing in record " +
+               std::to_string(r) + "!");
+        switch (c.type) {
+        case dtype::int32:
+          c.i32[r] = c.d_i32;
+          break;
+        case dtype::int64:
+          c.i64[r] = c.d_i64;
+          break;
+        case dtype::float32:
+          c.f32[r] = c.d_f32;
+          break;
+        case dtype::float64:
+          c.f64[r] = c.d_f64;
+          break;
+        default:
+          c.str[r] = c.d_str;
+        }
+        continue;
+      }
+      bool ok = true;
+      switch (c.type) {
+      case dtype::int32:
+        ok = parse_int(text, c.i32[r]);
+        break;
+      case dtype::int64:
+        ok = parse_int(text, c.i64[r]);
+        break;
+      case dtype::float32:
+        ok = parse_float(text, c.f32[r]);
+        break;
+      case dtype::float64:
+        ok = parse_float(text, c.f64[r]);
+        break;
+      default:
+        c.str[r].assign(text.data(), text.size());
+      }
+      if (!ok)
+        fail("Field " + std::to_string(f) + " in record " + std::to_string(r) +
+             " is not a valid " + type_word(c.type) + ": " + std::string(text));
+    }
+  }
+
+  std::vector<tensor> out;
+  out.reserve(ncols);
+  const auto& shape = records.shape();
+  for (auto& c : cols) {
+    switch (c.type) {
+    case dtype::int32:
+      out.push_back(tensor::from_values(shape, std::move(c.i32)));
+      break;
+    case dtype::int64:
+      out.push_back(tensor::from_values(shape, std::move(c.i64)));
+      break;
+    case dtype::float32:
+      out.push_back(tensor::from_values(shape, std::move(c.f32)));
+      break;
+    case dtype::float64:
+      out.push_back(tensor::from_values(shape, std::move(c.f64)));
+      break;
+    default:
+      out.push_back(tensor::from_values(shape, std::move(c.str)));
+    }
+  }
+  return out;
+}
+
+std::vector<tensor> decode_csv(const std::string& record,
+                               const std::vector<tensor>& record_defaults,
+                               const std::string& field_delim, bool use_quote_delim,
+                               const std::string& na_value,
+                               const std::vector<int64_t>& select_cols) {
+  return decode_csv(tensor::scalar(record), record_defaults, field_delim, use_quote_delim,
+                    na_value, select_cols);
+}
+
+} // namespace quern

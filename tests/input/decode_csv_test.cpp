@@ -1,0 +1,272 @@
+// decode_csv (tf-semantics CSV-1..CSV-3): dtypes and shapes, splitting and
+// quoting, defaults, strict numbers, select_cols, and every error text.
+
+#include <cmath>
+
+#include "input_test_util.hpp"
+
+#include "quern/input/decode_csv.hpp"
+
+using namespace quern;
+using namespace quern::test;
+
+namespace {
+
+template <class T>
+tensor def(T value) {
+  return tensor::vector<T>({value});
+}
+
+template <class T>
+tensor required() {
+  return tensor::vector<T>({});
+}
+
+tensor records(std::vector<std::string> rs) {
+  return tensor::vector<std::string>(std::move(rs));
+}
+
+template <class F>
+std::string csv_error(F&& f) {
+  return thrown<invalid_argument_error>(std::forward<F>(f));
+}
+
+} // namespace
+
+// -- CSV-1 ------------------------------------------------------------------------
+
+TEST_CASE("CSV-1 one output per default, with its dtype and the records' shape",
+          "[CSV-1]") {
+  auto recs = tensor::from_values<std::string>(
+      tensor_shape{2, 2},
+      {"1,2,1.5,2.25,a", "3,4,0.5,-1e3,b", "5,6,,,", "7,8,9,10,\"d\""});
+  auto out = decode_csv(recs, {def<int32_t>(0), def<int64_t>(0), def<float>(-1.f),
+                               def<double>(-2.0), def<std::string>("zz")});
+  REQUIRE(out.size() == 5);
+  CHECK(out[0].type() == dtype::int32);
+  CHECK(out[1].type() == dtype::int64);
+  CHECK(out[2].type() == dtype::float32);
+  CHECK(out[3].type() == dtype::float64);
+  CHECK(out[4].type() == dtype::string);
+  for (auto& t : out)
+    CHECK(t.shape() == tensor_shape{2, 2});
+  CHECK(out[0].to_vector<int32_t>() == std::vector<int32_t>{1, 3, 5, 7});
+  CHECK(out[1].to_vector<int64_t>() == std::vector<int64_t>{2, 4, 6, 8});
+  CHECK(out[2].to_vector<float>() == std::vector<float>{1.5f, 0.5f, -1.f, 9.f});
+  CHECK(out[3].to_vector<double>() == std::vector<double>{2.25, -1000.0, -2.0, 10.0});
+  CHECK(out[4].to_vector<std::string>() == strings{"a", "b", "zz", "d"});
+}
+
+TEST_CASE("CSV-1 a single record gives scalars", "[CSV-1]") {
+  auto out = decode_csv("7,x", {def<int64_t>(0), def<std::string>("")});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].shape() == tensor_shape{});
+  CHECK(out[0].scalar_value<int64_t>() == 7);
+  CHECK(out[1].scalar_value<std::string>() == "x");
+  // A rank-0 default works as well as a one-element vector.
+  CHECK(decode_csv(",", {tensor::scalar(int32_t{4}), def<int32_t>(5)})[0]
+            .scalar_value<int32_t>() == 4);
+  // No records: empty outputs of the records' shape.
+  auto none = decode_csv(records({}), {def<float>(0.f)});
+  CHECK(none[0].shape() == tensor_shape{0});
+}
+
+TEST_CASE("CSV-1 defaults have 0 or 1 elements; field_delim is one char", "[CSV-1]") {
+  CHECK(csv_error([] {
+          decode_csv("1,2", {def<int32_t>(0), tensor::vector<int32_t>({1, 2})});
+        }) == "There should only be 1 default per field but field 1 has 2");
+  CHECK(csv_error([] {
+          decode_csv("1", {tensor::from_values<int32_t>(tensor_shape{1, 1}, {1})});
+        }) == "Each record default should be at most rank 1");
+  CHECK(csv_error([] { decode_csv("1", {tensor::vector<uint8_t>({1})}); }) ==
+        "csv: data type uint8 not supported in field 0");
+  CHECK(csv_error([] { decode_csv("1", {def<int32_t>(0)}, ""); }) ==
+        "field_delim should be only 1 char");
+  CHECK(csv_error([] { decode_csv("1", {def<int32_t>(0)}, "::"); }) ==
+        "field_delim should be only 1 char");
+  CHECK(csv_error([] { decode_csv(tensor::scalar(int64_t{1}), {def<int32_t>(0)}); }) ==
+        "decode_csv: records must be a string tensor, not int64");
+  // Another delimiter.
+  auto out = decode_csv("1|2", {def<int32_t>(0), def<int32_t>(0)}, "|");
+  CHECK(out[1].scalar_value<int32_t>() == 2);
+}
+
+// -- CSV-2 ------------------------------------------------------------------------
+
+TEST_CASE("CSV-2 splitting: trailing delimiter, CR/LF between fields", "[CSV-2]") {
+  auto defaults = std::vector<tensor>{def<std::string>("A"), def<std::string>("B"),
+                                      def<std::string>("C")};
+  auto col = [&](const std::string& rec, size_t i) {
+    return decode_csv(rec, defaults)[i].scalar_value<std::string>();
+  };
+  // A trailing delimiter adds an empty last field, which takes its default.
+  CHECK(col("x,y,", 2) == "C");
+  CHECK(col(",,", 0) == "A");
+  // "\n" and "\r" at the start of a field are skipped.
+  CHECK(col("x,\r\ny,\nz", 1) == "y");
+  CHECK(col("x,\r\ny,\nz", 2) == "z");
+  CHECK(col("\nx,y,z", 0) == "x");
+  // A trailing delimiter counts only as the record's last character: in
+  // "x,y,\n" the "\n" is skipped and the record has 2 fields (TF).
+  CHECK(csv_error([&] { decode_csv("x,y,\n", defaults); }) ==
+        "Expect 3 fields but have 2 in record 0");
+}
+
+TEST_CASE("CSV-2 quoted fields", "[CSV-2]") {
+  auto defaults = std::vector<tensor>{def<std::string>("D"), def<std::string>("E")};
+  auto both = [&](const std::string& rec) {
+    auto out = decode_csv(rec, defaults);
+    return strings{out[0].scalar_value<std::string>(),
+                   out[1].scalar_value<std::string>()};
+  };
+  CHECK(both("\"a,b\",c") == strings{"a,b", "c"});
+  CHECK(both("\"say \"\"hi\"\"\",\"\"\"\"") == strings{"say \"hi\"", "\""});
+  CHECK(both("\"\",x") == strings{"D", "x"}); // an empty quoted field is empty
+  CHECK(both("\"line\nbreak\",\"cr\r\"") == strings{"line\nbreak", "cr\r"});
+  // Without use_quote_delim quotes are ordinary characters.
+  auto raw = decode_csv("\"a\",b\"", defaults, ",", false);
+  CHECK(raw[0].scalar_value<std::string>() == "\"a\"");
+  CHECK(raw[1].scalar_value<std::string>() == "b\"");
+  // Quoted numbers parse as numbers.
+  CHECK(decode_csv("\"12\"", {def<int32_t>(0)})[0].scalar_value<int32_t>() == 12);
+}
+
+TEST_CASE("CSV-2 malformed quoting is INVALID_ARGUMENT naming field and record",
+          "[CSV-2]") {
+  auto defaults = std::vector<tensor>{def<std::string>(""), def<std::string>("")};
+  auto bad = [&](const std::string& rec) {
+    return csv_error([&] { decode_csv(records({"ok,ok", "ok,ok", rec}), defaults); });
+  };
+  CHECK(bad("x,\"ab") == "Quoted field has to end with quote followed by delim or end "
+                         "(field 1 in record 2)");
+  CHECK(bad("x,\"a\"\"") == "Quoted field has to end with quote followed by delim or end "
+                            "(field 1 in record 2)");
+  CHECK(bad("x,\"ab\"c") ==
+        "Quote inside a string has to be escaped by another quote (field 1 in record 2)");
+  CHECK(bad("\"abc,d") == "Quoted field has to end with quote followed by delim or end "
+                          "(field 0 in record 2)");
+  CHECK(bad("\"a\"b\",c") ==
+        "Quote inside a string has to be escaped by another quote (field 0 in record 2)");
+  CHECK(bad("ab\"c,d") ==
+        "Unquoted fields cannot have quotes/CRLFs inside (field 0 in record 2)");
+  CHECK(bad("a,b\nc") ==
+        "Unquoted fields cannot have quotes/CRLFs inside (field 1 in record 2)");
+  CHECK(bad("a,b\r") ==
+        "Unquoted fields cannot have quotes/CRLFs inside (field 1 in record 2)");
+}
+
+// -- CSV-3 ------------------------------------------------------------------------
+
+TEST_CASE("CSV-3 the field count must equal the number of defaults", "[CSV-3]") {
+  auto defaults = std::vector<tensor>{def<int32_t>(0), def<int32_t>(0), def<int32_t>(0)};
+  CHECK(csv_error([&] {
+          decode_csv(records({"1,2,3", "1,2"}), defaults);
+        }) == "Expect 3 fields but have 2 in record 1");
+  CHECK(csv_error([&] { decode_csv(records({"1,2,3,4"}), defaults); }) ==
+        "Expect 3 fields but have 4 in record 0");
+  // An empty record has 0 fields, not one empty field.
+  CHECK(csv_error([] { decode_csv("", {def<int32_t>(0)}); }) ==
+        "Expect 1 fields but have 0 in record 0");
+  CHECK(csv_error([] { decode_csv("\r\n", {def<int32_t>(0)}); }) ==
+        "Expect 1 fields but have 0 in record 0");
+}
+
+TEST_CASE("CSV-3 empty or na_value fields take the default or are required", "[CSV-3]") {
+  auto defaults = std::vector<tensor>{required<int64_t>(), def<double>(0.5)};
+  auto out = decode_csv(records({"1,NA", "2,", "3,4"}), defaults, ",", true, "NA");
+  CHECK(out[0].to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
+  CHECK(out[1].to_vector<double>() == std::vector<double>{0.5, 0.5, 4.0});
+  CHECK(csv_error([&] {
+          decode_csv(records({"1,2", ",2"}), defaults);
+        }) == "Field 0 is required but missing in record 1!");
+  CHECK(csv_error([&] { decode_csv(records({"NA,2"}), defaults, ",", true, "NA"); }) ==
+        "Field 0 is required but missing in record 0!");
+  // A required string column refuses empty fields too.
+  CHECK(csv_error([] {
+          decode_csv("a,", {def<std::string>(""), required<std::string>()});
+        }) == "Field 1 is required but missing in record 0!");
+}
+
+TEST_CASE("CSV-3 numbers are parsed strictly", "[CSV-3]") {
+  auto one = [](const std::string& rec, tensor d) { return decode_csv(rec, {d}); };
+  CHECK(csv_error([&] { one("12a", def<int32_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int32: 12a");
+  CHECK(csv_error([&] { one("3000000000", def<int32_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int32: 3000000000");
+  CHECK(one("3000000000", def<int64_t>(0))[0].scalar_value<int64_t>() == 3000000000);
+  CHECK(csv_error([&] { one("99999999999999999999", def<int64_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int64: 99999999999999999999");
+  CHECK(csv_error([&] { one("+5", def<int64_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int64: +5");
+  CHECK(csv_error([&] { one("1.5", def<int32_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int32: 1.5");
+  CHECK(csv_error([&] { one("1.5x", def<float>(0)); }) ==
+        "Field 0 in record 0 is not a valid float: 1.5x");
+  CHECK(csv_error([&] { one("abc", def<double>(0)); }) ==
+        "Field 0 in record 0 is not a valid double: abc");
+  CHECK(csv_error([&] { one("1e", def<double>(0)); }) ==
+        "Field 0 in record 0 is not a valid double: 1e");
+  CHECK(csv_error([&] { one(" ", def<int32_t>(0)); }) ==
+        "Field 0 in record 0 is not a valid int32:  ");
+  // White space around a number is allowed, as in TF.
+  CHECK(one(" -42 ", def<int32_t>(0))[0].scalar_value<int32_t>() == -42);
+  CHECK(one("\t2.5 ", def<double>(0))[0].scalar_value<double>() == 2.5);
+  CHECK(one("-2147483648", def<int32_t>(0))[0].scalar_value<int32_t>() == INT32_MIN);
+  CHECK(std::isinf(one("inf", def<float>(0))[0].scalar_value<float>()));
+  CHECK(std::isnan(one("nan", def<double>(0))[0].scalar_value<double>()));
+  CHECK(one("1e-3", def<float>(0))[0].scalar_value<float>() == 1e-3f);
+  // A long numeric field (longer than the parser's stack buffer).
+  std::string long_number = "1." + std::string(200, '0') + "1";
+  CHECK(one(long_number, def<double>(0))[0].scalar_value<double>() == 1.0);
+  CHECK(csv_error([&] {
+          one(long_number + "x", def<double>(0));
+        }).find("is not a valid double") != std::string::npos);
+}
+
+TEST_CASE("CSV-3 select_cols picks strictly increasing columns", "[CSV-3]") {
+  auto defaults = std::vector<tensor>{def<std::string>("-"), def<int32_t>(0)};
+  auto out = decode_csv(records({"a,1,b,2", "c,3,d,4,\"never \"parsed"}), defaults, ",",
+                        true, "", {2, 3});
+  CHECK(out[0].to_vector<std::string>() == strings{"b", "d"});
+  CHECK(out[1].to_vector<int32_t>() == std::vector<int32_t>{2, 4});
+  // A record needs only as many columns as the last selected one.
+  CHECK(decode_csv("x,", defaults, ",", true, "", {0, 1})[1].scalar_value<int32_t>() ==
+        0);
+  CHECK(csv_error([&] {
+          decode_csv("a,1,b", defaults, ",", true, "", {2, 3});
+        }) == "Expect 2 fields but have 1 in record 0");
+  // Errors name the output index <f>, as TF.
+  CHECK(csv_error([&] {
+          decode_csv("a,1,b,x", defaults, ",", true, "", {2, 3});
+        }) == "Field 1 in record 0 is not a valid int32: x");
+  CHECK(csv_error([&] { decode_csv("a,1", defaults, ",", true, "", {1}); }) ==
+        "select_cols should match output size (1 select_cols, 2 record_defaults)");
+  CHECK(csv_error([&] {
+          decode_csv("a,1", defaults, ",", true, "", {1, 1});
+        }) == "select_cols should be strictly increasing indices");
+  CHECK(csv_error([&] {
+          decode_csv("a,1", defaults, ",", true, "", {3, 2});
+        }) == "select_cols should be strictly increasing indices");
+  CHECK(csv_error([&] {
+          decode_csv("a,1", defaults, ",", true, "", {-1, 0});
+        }) == "select_cols should be non-negative indices");
+}
+
+TEST_CASE("CSV-1 many records decode consistently", "[CSV-1]") {
+  std::vector<std::string> rs;
+  for (int i = 0; i < 5000; ++i)
+    rs.push_back(std::to_string(i) + "," + std::to_string(i * 0.5) + ",\"n" +
+                 std::to_string(i) + "\",");
+  auto out = decode_csv(records(rs), {def<int64_t>(0), def<float>(0.f),
+                                      def<std::string>(""), def<int32_t>(-1)});
+  auto ids = out[0].values<int64_t>();
+  auto halves = out[1].values<float>();
+  auto names = out[2].values<std::string>();
+  auto tail = out[3].values<int32_t>();
+  for (int i = 0; i < 5000; ++i) {
+    REQUIRE(ids[i] == i);
+    REQUIRE(halves[i] == static_cast<float>(i * 0.5));
+    REQUIRE(names[i] == "n" + std::to_string(i));
+    REQUIRE(tail[i] == -1);
+  }
+}
