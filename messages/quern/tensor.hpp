@@ -120,6 +120,20 @@ public:
   static tensor stack_or_empty(const std::vector<tensor>& rows, dtype type,
                                const tensor_shape& row_shape);
 
+  /// One piece of a concatenation along the leading dimension: a tensor
+  /// with a leading dimension (`batched`), or a single row without one.
+  struct rows_part {
+    const tensor* t;
+    bool batched;
+  };
+
+  /// Concatenates parts of one dtype and row shape into [n]+row_shape. One
+  /// batched part, or consecutive views of one buffer, give a view (no
+  /// copy); otherwise values are copied once. Throws invalid_argument_error
+  /// on mixed dtypes or shapes.
+  static tensor concat_rows(const std::vector<rows_part>& parts, dtype type,
+                            const tensor_shape& row_shape);
+
   /// Copies this tensor into the top-left corner of a zero tensor of
   /// `target` shape (same rank, every dimension >= ours). Used by padding.
   tensor padded_to(const tensor_shape& target) const;

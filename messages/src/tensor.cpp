@@ -61,6 +61,19 @@ tensor tensor::zeros(dtype type, const tensor_shape& shape) {
 }
 
 tensor tensor::row(int64_t i) const {
+  if (shape_.rank() == 1 && type_ != dtype::string) {
+    // A row of a vector is a numeric scalar: straight to inline storage.
+    auto n = dim0();
+    if (i < 0 || i >= n)
+      throw invalid_argument_error(
+          "rows [" + std::to_string(i) + ", " + std::to_string(i + 1) +
+          ") out of range for leading dimension " + std::to_string(n));
+    tensor t;
+    t.type_ = type_;
+    auto size = dtype_size(type_);
+    std::memcpy(t.inline_, raw() + i * static_cast<int64_t>(size), size);
+    return t;
+  }
   return rows(i, 1).reshaped_row();
 }
 
@@ -137,6 +150,62 @@ tensor tensor::stack_or_empty(const std::vector<tensor>& rows, dtype type,
       if (row_bytes > 0)
         std::memcpy(out, r.raw(), row_bytes);
       out += row_bytes;
+    }
+  }
+  return tensor(type, std::move(shape), std::move(buf), 0);
+}
+
+tensor tensor::concat_rows(const std::vector<rows_part>& parts, dtype type,
+                           const tensor_shape& row_shape) {
+  int64_t n = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& t = *parts[i].t;
+    auto shape = parts[i].batched ? t.shape_.without_leading() : t.shape_;
+    if (t.type_ != type)
+      throw invalid_argument_error(
+          std::string("cannot concatenate: part ") + std::to_string(i) + " has dtype " +
+          dtype_name(t.type_) + ", expected " + dtype_name(type));
+    if (shape != row_shape)
+      throw invalid_argument_error("cannot concatenate: part " + std::to_string(i) +
+                                   " has rows of shape " + shape.to_string() +
+                                   ", expected " + row_shape.to_string());
+    n += parts[i].batched ? t.dim0() : 1;
+  }
+  if (parts.size() == 1 && parts[0].batched)
+    return *parts[0].t;
+  auto shape = row_shape.with_leading(n);
+  if (n == 0)
+    return zeros(type, shape);
+  auto per_row = row_shape.num_elements();
+  // Consecutive views of one buffer (a batch that passed through a queue in
+  // several pieces) need no copy.
+  if (parts[0].t->buf_) {
+    bool contiguous = true;
+    auto next = parts[0].t->offset_;
+    for (size_t i = 0; i < parts.size() && contiguous; ++i) {
+      const auto& t = *parts[i].t;
+      contiguous = t.buf_ == parts[0].t->buf_ && t.offset_ == next;
+      next += (parts[i].batched ? t.dim0() : 1) * per_row;
+    }
+    if (contiguous)
+      return tensor(type, std::move(shape), parts[0].t->buf_, parts[0].t->offset_);
+  }
+  auto buf = std::make_shared<detail::tensor_buffer>();
+  if (type == dtype::string) {
+    buf->strings.reserve(static_cast<size_t>(n * per_row));
+    for (auto& p : parts) {
+      auto v = p.t->values<std::string>();
+      buf->strings.insert(buf->strings.end(), v.begin(), v.end());
+    }
+  } else {
+    auto elem = dtype_size(type);
+    buf->bytes.resize(static_cast<size_t>(n * per_row) * elem);
+    auto* out = buf->bytes.data();
+    for (auto& p : parts) {
+      auto bytes = static_cast<size_t>(p.t->num_elements()) * elem;
+      if (bytes > 0)
+        std::memcpy(out, p.t->raw(), bytes);
+      out += bytes;
     }
   }
   return tensor(type, std::move(shape), std::move(buf), 0);

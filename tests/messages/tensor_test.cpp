@@ -114,3 +114,31 @@ TEST_CASE("elements stack into batches and split into rows", "[element]") {
   CHECK_THROWS_WITH(stack_elements({a, element{tensor::scalar(int64_t{3})}}),
                     "cannot stack: element 1 has 1 components, expected 2");
 }
+
+TEST_CASE("concat_rows joins batches and single rows, zero-copy when contiguous",
+          "[tensor]") {
+  auto t = tensor::from_values<int64_t>({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto a = t.rows(0, 1);
+  auto b = t.rows(1, 3);
+  auto whole =
+      tensor::concat_rows({{&a, true}, {&b, true}}, dtype::int64, tensor_shape{2});
+  CHECK(whole == t);
+  CHECK(whole.shares_buffer_with(t));
+  auto single = tensor::vector<int64_t>({9, 9});
+  auto mixed =
+      tensor::concat_rows({{&b, true}, {&single, false}}, dtype::int64, tensor_shape{2});
+  CHECK(mixed.to_vector<int64_t>() == std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 9});
+  CHECK_FALSE(mixed.shares_buffer_with(t));
+  auto only = tensor::concat_rows({{&b, true}}, dtype::int64, tensor_shape{2});
+  CHECK(only.shares_buffer_with(t));
+  auto empty = tensor::concat_rows({}, dtype::int64, tensor_shape{2});
+  CHECK(empty.shape() == tensor_shape({0, 2}));
+  auto wrong = tensor::vector<int64_t>({1, 2, 3});
+  CHECK_THROWS_WITH(tensor::concat_rows({{&wrong, false}}, dtype::int64, tensor_shape{2}),
+                    "cannot concatenate: part 0 has rows of shape [3], expected [2]");
+  auto strings = tensor::vector<std::string>({"a", "b"});
+  auto s1 = tensor::scalar("c");
+  CHECK(
+      tensor::concat_rows({{&strings, true}, {&s1, false}}, dtype::string, tensor_shape{})
+          .to_vector<std::string>() == std::vector<std::string>{"a", "b", "c"});
+}
