@@ -396,3 +396,54 @@ TEST_CASE("QR-5 10,000 async workers on two threads complete and stop cleanly",
     CHECK(bq.is_closed());
   }
 }
+
+TEST_CASE("QR-5 rows are stored in run order whatever the push window", "[QR-5]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  for (int32_t window : {1, 2, 8}) {
+    auto q = spawn_fifo_queue(sys, 3, {dtype::int64}, {tensor_shape{}});
+    queue_runner_options opts;
+    opts.push_window = window;
+    queue_runner qr{q, {counting_op(0, 2, 50)}, opts};
+    auto actors = qr.start(sys);
+    auto xs = drain(sys, q);
+    REQUIRE(xs.size() == 100);
+    for (size_t i = 0; i < xs.size(); ++i)
+      CHECK(xs[i] == static_cast<int64_t>(i));
+    CHECK(await_all_down(sys, actors) == actors.size());
+  }
+}
+
+TEST_CASE("QR-5 an async op pulls rows from another queue", "[QR-5][QR-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto src = spawn_fifo_queue(sys, 16, {dtype::int64}, {tensor_shape{}}, "rows_in");
+  auto dst = spawn_fifo_queue(sys, 16, {dtype::int64}, {tensor_shape{}}, "rows_out");
+  queue_runner source{src, {counting_op(0, 10, 30)}};
+  // Catch2 is not thread-safe: the workers only record what they saw.
+  std::atomic<size_t> smallest{1000}, largest{0};
+  auto negate = async_op([src, &smallest, &largest](async_run& run) {
+    run.pull(src, 7, [&run, &smallest, &largest](std::vector<element>& rows) {
+      auto n = rows.size();
+      for (auto s = smallest.load(); n < s && !smallest.compare_exchange_weak(s, n);)
+        ;
+      for (auto l = largest.load(); n > l && !largest.compare_exchange_weak(l, n);)
+        ;
+      for (auto& r : rows)
+        run.emit(int_element(-int_of(r)));
+      run.done();
+    });
+  });
+  queue_runner sink{dst, {negate, negate}};
+  coordinator coord{sys};
+  source.start(sys, coord.actor());
+  sink.start(sys, coord.actor());
+  auto xs = drain(sys, dst);
+  CHECK_NOTHROW(coord.join());
+  std::sort(xs.begin(), xs.end());
+  REQUIRE(xs.size() == 300);
+  for (size_t i = 0; i < xs.size(); ++i)
+    CHECK(xs[i] == -299 + static_cast<int64_t>(i));
+  CHECK(smallest.load() >= 1); // a pull gives 1..n rows
+  CHECK(largest.load() <= 7);
+}
