@@ -3,6 +3,7 @@
 // OUT_OF_RANGE, queue signature checks, a blocked read that a producer
 // thread wakes up, NOT_FOUND and DATA_LOSS through the queue.
 
+#include <set>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -181,4 +182,52 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(thrown<data_loss_error>([&] { r.read(q); }) == "corrupted record at 30");
   CHECK(r.num_records_produced() == 2);
   CHECK(r.num_work_units_completed() == 1);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "RD-1 one reader shared by two threads: calls are serialised, every "
+                 "record comes out once",
+                 "[RD-1][RD-2]") {
+  temp_dir dir;
+  strings files;
+  std::set<std::string> expected;
+  for (int f = 0; f < 8; ++f) {
+    std::string text;
+    for (int l = 1; l <= 50; ++l)
+      text += "r" + std::to_string(l) + "\n";
+    files.push_back(dir.write("s" + std::to_string(f) + ".txt", text));
+    for (int l = 1; l <= 50; ++l)
+      expected.insert(files.back() + ":" + std::to_string(l));
+  }
+  auto qa = filename_queue(sys);
+  {
+    blocking_queue q{sys, qa};
+    enqueue_names(q, files);
+    q.close();
+  }
+  text_line_reader r;
+  auto consume = [&](strings& keys, bool up_to) {
+    blocking_queue q{sys, qa}; // one handle per thread, one reader for both
+    try {
+      for (;;) {
+        if (up_to) {
+          for (auto& rec : r.read_up_to(q, 7))
+            keys.push_back(rec.key);
+        } else {
+          keys.push_back(r.read(q).key);
+        }
+      }
+    } catch (const out_of_range_error&) {
+    }
+  };
+  strings k1, k2;
+  std::thread other{[&] { consume(k2, true); }};
+  consume(k1, false);
+  other.join();
+  std::set<std::string> got(k1.begin(), k1.end());
+  got.insert(k2.begin(), k2.end());
+  CHECK(k1.size() + k2.size() == 400);
+  CHECK(got == expected);
+  CHECK(r.num_records_produced() == 400);
+  CHECK(r.num_work_units_completed() == 8);
 }

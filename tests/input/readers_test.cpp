@@ -370,3 +370,22 @@ TEST_CASE("RD-1 records as queue elements", "[RD-1]") {
   CHECK(b[1].to_vector<std::string>() == strings{"v1", "v2"});
   CHECK(b.batch_size() == 2);
 }
+
+TEST_CASE("RD-5 the per-file sources validate their sizes too", "[RD-5]") {
+  fixed_length_options o;
+  o.record_bytes = 4;
+  o.footer_bytes = -1;
+  CHECK(thrown<invalid_argument_error>([&] { open_fixed_length_source("x", o); }) ==
+        "footer_bytes must be >= 0 not -1");
+  temp_dir dir;
+  auto f = dir.write("s.bin", "abcdefgh");
+  o.footer_bytes = 0;
+  auto src = open_fixed_length_source(f, o);
+  record rec;
+  REQUIRE(src->next(rec));
+  CHECK(rec == record{f + ":0", "abcd"});
+  REQUIRE(src->next(rec));
+  CHECK(rec == record{f + ":1", "efgh"});
+  CHECK_FALSE(src->next(rec));
+  CHECK_FALSE(src->next(rec));
+}
