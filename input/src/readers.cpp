@@ -383,10 +383,12 @@ struct reader::impl {
   }
 
   std::vector<record> read_up_to(const work_source& next_work, int64_t n) {
-    if (n <= 0)
-      throw invalid_argument_error("num_records must be > 0 not " + std::to_string(n));
+    if (n < 0)
+      throw invalid_argument_error("num_records must be >= 0 not " + std::to_string(n));
     std::lock_guard<std::mutex> guard{mtx};
     std::vector<record> out;
+    if (n == 0)
+      return out; // as TF: nothing read, nothing dequeued
     record r;
     for (;;) {
       if (!source) {

@@ -294,6 +294,7 @@ TEST_CASE("RD-2 read_up_to never crosses into a new work unit after a record", "
   text_line_reader r;
   auto work = work_list({a, empty, b});
   CHECK(values_of(r.read_up_to(work, 2)) == strings{"a1", "a2"});
+  CHECK(r.read_up_to(work, 0).empty());                     // reads nothing, as TF
   CHECK(values_of(r.read_up_to(work, 2)) == strings{"a3"}); // a ended: stop there
   CHECK(r.num_work_units_completed() == 1);
   // Nothing produced yet in this call: the empty file is crossed.
@@ -301,8 +302,8 @@ TEST_CASE("RD-2 read_up_to never crosses into a new work unit after a record", "
   CHECK(r.num_records_produced() == 5);
   CHECK(r.num_work_units_completed() == 3);
   CHECK_THROWS_AS(r.read_up_to(work, 10), out_of_range_error);
-  CHECK(thrown<invalid_argument_error>([&] { r.read_up_to(work, 0); }) ==
-        "num_records must be > 0 not 0");
+  CHECK(thrown<invalid_argument_error>([&] { r.read_up_to(work, -1); }) ==
+        "num_records must be >= 0 not -1");
 }
 
 TEST_CASE("RD-2 reset() zeroes the counters and drops the current work unit", "[RD-2]") {

@@ -133,8 +133,9 @@ public:
   record read(const work_source& next_work);
 
   /// RD-2: 1..n records, never crossing into a new work unit once a record
-  /// was produced in this call. n must be > 0 (invalid_argument_error
-  /// `num_records must be > 0 not <n>`). Errors as read(); an error of the
+  /// was produced in this call. n == 0 returns no records and dequeues
+  /// nothing (as TF); n < 0 throws invalid_argument_error `num_records must
+  /// be >= 0 not <n>` (TF fails in its allocator). Errors as read(); an error of the
   /// current file after some records were produced in this call is deferred
   /// to the next call (TF would fail the call and drop those records).
   std::vector<record> read_up_to(blocking_queue& filenames, int64_t n);
