@@ -338,7 +338,10 @@ struct reader::impl {
   /// (its error is thrown) and does not count as started.
   void start_next(const work_source& next_work) {
     auto work = next_work();
-    source = open(work); // throws the open error; the unit is dropped
+    auto opened = open(work); // throws the open error; the unit is dropped
+    if (!opened)
+      throw internal_error("reader: no record source for work unit '" + work + "'");
+    source = std::move(opened);
     error = nullptr;
     ++started;
   }

@@ -390,3 +390,41 @@ TEST_CASE("RD-5 the per-file sources validate their sizes too", "[RD-5]") {
   CHECK_FALSE(src->next(rec));
   CHECK_FALSE(src->next(rec));
 }
+
+namespace {
+
+/// A source that makes `n` records out of its work unit's name.
+class counting_source : public record_source {
+public:
+  counting_source(std::string work, int n) : work_(std::move(work)), n_(n) {}
+  bool next(record& out) override {
+    if (i_ == n_)
+      return false;
+    out = record{work_ + "#" + std::to_string(i_), std::to_string(i_)};
+    ++i_;
+    return true;
+  }
+
+private:
+  std::string work_;
+  int n_;
+  int i_ = 0;
+};
+
+} // namespace
+
+TEST_CASE("RD-1 a reader over a custom record source", "[RD-1][RD-2]") {
+  reader r{[](const std::string& work) {
+    return std::make_unique<counting_source>(work, work == "none" ? 0 : 2);
+  }};
+  auto work = work_list({"u", "none", "v"});
+  CHECK(r.read(work) == record{"u#0", "0"});
+  CHECK(values_of(r.read_up_to(work, 5)) == strings{"1"});
+  CHECK(keys_of(r.read_up_to(work, 5)) == strings{"v#0", "v#1"});
+  CHECK(r.num_work_units_completed() == 3);
+  CHECK_THROWS_AS(r.read(work), out_of_range_error);
+
+  reader broken{[](const std::string&) { return std::unique_ptr<record_source>{}; }};
+  CHECK(thrown<internal_error>([&] { broken.read(work_list({"w"})); }) ==
+        "reader: no record source for work unit 'w'");
+}
