@@ -63,6 +63,7 @@ public:
           enqueue_attempt a;
           a.what = enqueue_attempt::op::enqueue;
           a.rows.push_back(std::move(e));
+          a.total = 1;
           add(std::move(a), rp, timeout);
           return rp;
         },
@@ -78,9 +79,8 @@ public:
             return rp.deliver(int32_t{0});
           enqueue_attempt a;
           a.what = enqueue_attempt::op::enqueue_many;
-          a.rows.reserve(static_cast<size_t>(rows));
-          for (int64_t i = 0; i < rows; ++i)
-            a.rows.push_back(batch.row(i));
+          a.rows.push_back(detail::row_run::batch(std::move(batch), rows));
+          a.total = rows;
           add(std::move(a), rp, timeout);
           return rp;
         },
@@ -112,8 +112,7 @@ public:
         [this](is_closed_atom) { return core_.is_closed(); },
         [this](spec_atom) { return core_.spec(); },
         [this](push_atom, std::vector<element>& rows) {
-          auto client = current_sender();
-          auto done = completion::pushed_to(client);
+          auto done = detail::completion::pushed_to(current_sender());
           try {
             for (auto& r : rows)
               validate_enqueue(core_.spec(), r);
@@ -121,39 +120,31 @@ public:
             done.deliver_count(this, 0, ex.to_error());
             return;
           }
-          if (rows.empty()) {
-            done.deliver_count(this, 0, caf::none);
+          detail::row_list list;
+          for (auto& r : rows)
+            list.push_back(std::move(r));
+          push(std::move(list), std::move(done));
+        },
+        [this](push_batch_atom, element& batch) {
+          auto done = detail::completion::pushed_to(current_sender());
+          int64_t rows = 0;
+          try {
+            rows = validate_enqueue_many(core_.spec(), batch);
+          } catch (const op_error& ex) {
+            done.deliver_count(this, 0, ex.to_error());
             return;
           }
-          enqueue_attempt a;
-          a.what = enqueue_attempt::op::push;
-          a.id = next_id_++;
-          a.rows = std::move(rows);
-          a.client = caf::actor_cast<caf::actor_addr>(client);
-          a.done = std::move(done);
-          core_.add(std::move(a));
+          detail::row_list list;
+          list.push_back(detail::row_run::batch(std::move(batch), rows));
+          push(std::move(list), std::move(done));
         },
-        [this](pull_atom, int32_t n) {
-          auto client = current_sender();
-          auto done = completion::pulled_to(client);
-          if (n <= 0) {
-            done.deliver_rows(this, {},
-                              make_error(error_code::invalid_argument,
-                                         "pull needs a positive number of rows, got " +
-                                             std::to_string(n)));
-            return;
-          }
-          dequeue_attempt a;
-          a.what = dequeue_attempt::op::pull;
-          a.id = next_id_++;
-          a.n = n;
-          a.client = caf::actor_cast<caf::actor_addr>(client);
-          watch(a.client);
-          a.done = std::move(done);
-          core_.add(std::move(a));
-        },
+        [this](pull_atom, int32_t n) { pull(dequeue_attempt::op::pull, n); },
+        [this](pull_batch_atom, int32_t n) { pull(dequeue_attempt::op::pull_batch, n); },
         [this](give_back_atom, std::vector<element>& rows) {
-          core_.give_back(std::move(rows));
+          detail::row_list list;
+          for (auto& r : rows)
+            list.push_back(std::move(r));
+          core_.give_back(std::move(list));
         },
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
@@ -170,6 +161,54 @@ public:
   }
 
 private:
+  // A streamed push: rows (or one batch) as one enqueue attempt, answered
+  // with pushed(stored, error). Empty pushes complete at once.
+  void push(detail::row_list rows, detail::completion done) {
+    if (rows.empty()) {
+      done.deliver_count(this, 0, caf::none);
+      return;
+    }
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::push;
+    a.id = next_id_++;
+    a.total = rows.size();
+    a.rows = std::move(rows);
+    a.client = caf::actor_cast<caf::actor_addr>(done.client());
+    a.done = std::move(done);
+    core_.add(std::move(a));
+  }
+
+  // A streamed pull of up to n rows: as rows (pull) or as one batch
+  // (pull_batch), completing as soon as at least one row is there.
+  void pull(dequeue_attempt::op what, int32_t n) {
+    auto client = current_sender();
+    bool batch = what == dequeue_attempt::op::pull_batch;
+    auto done = batch ? detail::completion::pulled_batch_to(client)
+                      : detail::completion::pulled_to(client);
+    if (n <= 0) {
+      done.deliver_error(this, make_error(error_code::invalid_argument,
+                                          "pull needs a positive number of rows, got " +
+                                              std::to_string(n)));
+      return;
+    }
+    if (batch && !core_.spec().shapes_specified()) {
+      done.deliver_error(this,
+                         make_error(error_code::invalid_argument,
+                                    std::string(queue_kind_name(core_.spec().kind)) +
+                                        "'s batch pulls require the components to "
+                                        "have specified shapes."));
+      return;
+    }
+    dequeue_attempt a;
+    a.what = what;
+    a.id = next_id_++;
+    a.n = n;
+    a.client = caf::actor_cast<caf::actor_addr>(client);
+    watch(a.client);
+    a.done = std::move(done);
+    core_.add(std::move(a));
+  }
+
   caf::typed_response_promise<element> dequeue_many(dequeue_attempt::op what, int32_t n,
                                                     caf::timespan timeout) {
     auto rp = make_response_promise<element>();

@@ -60,6 +60,13 @@ completion completion::pulled_to(caf::strong_actor_ptr client) {
   return c;
 }
 
+completion completion::pulled_batch_to(caf::strong_actor_ptr client) {
+  completion c;
+  c.kind_ = kind::pulled_batch;
+  c.client_ = std::move(client);
+  return c;
+}
+
 void completion::deliver_count(caf::local_actor* self, int32_t stored, caf::error err) {
   if (kind_ == kind::pushed)
     send_to(self, client_, pushed_atom::value, stored, std::move(err));
@@ -78,6 +85,10 @@ void completion::deliver_rows(caf::local_actor* self, std::vector<element> rows,
   send_to(self, client_, pulled_atom::value, std::move(rows), std::move(err));
 }
 
+void completion::deliver_batch(caf::local_actor* self, element batch, caf::error err) {
+  send_to(self, client_, pulled_atom::value, std::move(batch), std::move(err));
+}
+
 void completion::deliver_bool(bool value) {
   rp_.deliver(value);
 }
@@ -93,7 +104,76 @@ void completion::deliver_error(caf::local_actor* self, caf::error err) {
   case kind::pulled:
     send_to(self, client_, pulled_atom::value, std::vector<element>{}, std::move(err));
     break;
+  case kind::pulled_batch:
+    send_to(self, client_, pulled_atom::value, element{}, std::move(err));
+    break;
   }
+}
+
+// -- row_list -----------------------------------------------------------------
+
+void row_list::push_back(row_run r) {
+  if (r.count <= 0)
+    return;
+  size_ += r.count;
+  runs_.push_back(std::move(r));
+}
+
+void row_list::append(row_list&& other) {
+  for (auto& r : other.runs_)
+    runs_.push_back(std::move(r));
+  size_ += other.size_;
+  other.clear();
+}
+
+void row_list::prepend(row_list&& other) {
+  runs_.insert(runs_.begin(), std::make_move_iterator(other.runs_.begin()),
+               std::make_move_iterator(other.runs_.end()));
+  size_ += other.size_;
+  other.clear();
+}
+
+void row_list::move_front(int64_t n, row_list& out) {
+  while (n > 0) {
+    auto& r = runs_.front();
+    if (r.count <= n) {
+      n -= r.count;
+      size_ -= r.count;
+      out.push_back(std::move(r));
+      runs_.pop_front();
+    } else {
+      // Split a batch run: the front part goes, the rest stays.
+      out.push_back(row_run{r.data, r.begin, n, true});
+      r.begin += n;
+      r.count -= n;
+      size_ -= n;
+      n = 0;
+    }
+  }
+}
+
+element row_list::pop_front() {
+  auto& r = runs_.front();
+  --size_;
+  if (!r.batched) {
+    auto e = std::move(r.data);
+    runs_.pop_front();
+    return e;
+  }
+  auto e = r.row(0);
+  ++r.begin;
+  if (--r.count == 0)
+    runs_.pop_front();
+  return e;
+}
+
+std::vector<element> row_list::elements() const {
+  std::vector<element> out;
+  out.reserve(static_cast<size_t>(size_));
+  for (auto& r : runs_)
+    for (int64_t i = 0; i < r.count; ++i)
+      out.push_back(r.row(i));
+  return out;
 }
 
 // -- queue_core ---------------------------------------------------------------
@@ -131,6 +211,11 @@ size_t queue_core::available() const {
     return n > keep ? n - keep : 0;
   }
   return n;
+}
+
+void queue_core::take(size_t n, row_list& out) {
+  if (n > 0)
+    storage_->take(n, out);
 }
 
 bool queue_core::has_live_enqueue_attempts() const {
@@ -194,22 +279,27 @@ queue_core::progress queue_core::serve(enqueue_attempt& a) {
     //
     auto err = make_error(error_code::cancelled, enqueue_name() + " is closed.");
     if (a.done.is_stream())
-      a.done.deliver_count(self_, static_cast<int32_t>(a.next), std::move(err));
+      a.done.deliver_count(self_, static_cast<int32_t>(a.stored), std::move(err));
     else
       a.done.deliver_error(self_, std::move(err));
     return progress::complete;
   }
-  auto capacity = static_cast<size_t>(spec_.capacity);
-  bool took = false;
-  while (a.next < a.rows.size() && storage_->size() < capacity) {
-    storage_->push(std::move(a.rows[a.next++]));
-    took = true;
+  // Rows go in order while there is room; a batch goes as one
+  // run, or as two when it only partly fits.
+  auto capacity = static_cast<int64_t>(spec_.capacity);
+  auto room = capacity - static_cast<int64_t>(storage_->size());
+  auto k = std::min(a.rows.size(), std::max<int64_t>(room, 0));
+  if (k > 0) {
+    row_list part;
+    a.rows.move_front(k, part);
+    storage_->push(std::move(part));
+    a.stored += k;
   }
-  if (a.next == a.rows.size()) {
-    a.done.deliver_count(self_, static_cast<int32_t>(a.rows.size()), caf::none);
+  if (a.rows.empty()) {
+    a.done.deliver_count(self_, static_cast<int32_t>(a.total), caf::none);
     return progress::complete;
   }
-  return took ? progress::partial : progress::none;
+  return k > 0 ? progress::partial : progress::none;
 }
 
 queue_core::progress queue_core::serve(dequeue_attempt& a) {
@@ -217,6 +307,7 @@ queue_core::progress queue_core::serve(dequeue_attempt& a) {
   case dequeue_attempt::op::dequeue:
     return serve_single(a);
   case dequeue_attempt::op::pull:
+  case dequeue_attempt::op::pull_batch:
     return serve_pull(a);
   case dequeue_attempt::op::dequeue_many:
   case dequeue_attempt::op::dequeue_up_to:
@@ -230,7 +321,9 @@ queue_core::progress queue_core::serve(dequeue_attempt& a) {
 queue_core::progress queue_core::serve_single(dequeue_attempt& a) {
   //
   if (available() > 0) {
-    a.done.deliver_element(self_, storage_->pop());
+    row_list one;
+    take(1, one);
+    a.done.deliver_element(self_, one.pop_front());
     return progress::complete;
   }
   if (closed_) {
@@ -244,16 +337,16 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
   // A streaming pull completes as soon as it can hand out at least one row.
   auto avail = available();
   if (avail > 0) {
-    auto k = std::min(avail, static_cast<size_t>(a.n));
-    std::vector<element> rows;
-    rows.reserve(k);
-    for (size_t i = 0; i < k; ++i)
-      rows.push_back(storage_->pop());
-    a.done.deliver_rows(self_, std::move(rows), caf::none);
+    row_list rows;
+    take(std::min(avail, static_cast<size_t>(a.n)), rows);
+    if (a.what == dequeue_attempt::op::pull_batch)
+      a.done.deliver_batch(self_, make_batch(rows), caf::none);
+    else
+      a.done.deliver_rows(self_, rows.elements(), caf::none);
     return progress::complete;
   }
   if (closed_) {
-    a.done.deliver_rows(self_, {}, insufficient(dequeue_name(), 1, storage_->size()));
+    a.done.deliver_error(self_, insufficient(dequeue_name(), 1, storage_->size()));
     return progress::complete;
   }
   return progress::none;
@@ -268,12 +361,11 @@ queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
   // incremental; on a closed queue that cannot satisfy the rest,
   // dequeue_up_to returns what there is and dequeue_many puts back what it
   // held and fails.
-  auto remaining = static_cast<size_t>(a.n) - a.held.size();
+  auto remaining = static_cast<size_t>(a.n - a.held.size());
   if (closed_ && storage_->size() < remaining) {
     bool up_to = a.what == dequeue_attempt::op::dequeue_up_to;
-    if (up_to && a.held.size() + storage_->size() > 0) {
-      while (storage_->size() > 0)
-        a.held.push_back(storage_->pop());
+    if (up_to && a.held.size() + static_cast<int64_t>(storage_->size()) > 0) {
+      take(storage_->size(), a.held);
       complete_many(a);
       return progress::complete;
     }
@@ -286,16 +378,13 @@ queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
     a.done.deliver_error(self_, std::move(err));
     return progress::complete;
   }
-  bool took = false;
-  while (a.held.size() < static_cast<size_t>(a.n) && available() > 0) {
-    a.held.push_back(storage_->pop());
-    took = true;
-  }
-  if (a.held.size() == static_cast<size_t>(a.n)) {
+  auto k = std::min(remaining, available());
+  take(k, a.held);
+  if (a.held.size() == a.n) {
     complete_many(a);
     return progress::complete;
   }
-  return took ? progress::partial : progress::none;
+  return k > 0 ? progress::partial : progress::none;
 }
 
 queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
@@ -306,8 +395,7 @@ queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
     bool up_to = a.what == dequeue_attempt::op::dequeue_up_to;
     if (up_to && size > 0) {
       // TensorFlow loses these elements; quern returns them sorted.
-      while (storage_->size() > 0)
-        a.held.push_back(storage_->pop());
+      take(size, a.held);
       complete_many(a);
       return progress::complete;
     }
@@ -317,25 +405,48 @@ queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
     return progress::complete;
   }
   if (size >= n) {
-    for (size_t i = 0; i < n; ++i)
-      a.held.push_back(storage_->pop());
+    take(n, a.held);
     complete_many(a);
     return progress::complete;
   }
   return progress::none;
 }
 
-element queue_core::make_batch(const std::vector<element>& rows) const {
+element queue_core::make_batch(const row_list& rows) const {
   element batch;
   batch.components.reserve(spec_.num_components());
-  std::vector<tensor> column;
-  column.reserve(rows.size());
+  // Fully defined shapes: concatenate the runs; rows of one batch that went
+  // through unchanged come back as a view of it (design.md rule 6).
+  std::vector<tensor> slices;
+  std::vector<tensor::rows_part> parts;
+  std::vector<element> materialized; // padding needs the rows one by one
   for (size_t i = 0; i < spec_.num_components(); ++i) {
-    column.clear();
-    for (auto& r : rows)
-      column.push_back(r.components[i]);
     auto row_shape = spec_.shapes[i];
-    if (!row_shape.fully_defined()) {
+    if (row_shape.fully_defined()) {
+      slices.clear();
+      parts.clear();
+      slices.reserve(rows.runs().size());
+      for (auto& r : rows.runs()) {
+        const auto& t = r.data.components[i];
+        if (!r.batched) {
+          parts.push_back({&t, false});
+        } else if (r.begin == 0 && r.count == t.dim0()) {
+          parts.push_back({&t, true});
+        } else {
+          slices.push_back(t.rows(r.begin, r.count));
+          parts.push_back({&slices.back(), true});
+        }
+      }
+      batch.components.push_back(tensor::concat_rows(parts, spec_.dtypes[i], row_shape));
+      continue;
+    }
+    if (materialized.empty() && !rows.empty())
+      materialized = rows.elements();
+    std::vector<tensor> column;
+    column.reserve(materialized.size());
+    for (auto& r : materialized)
+      column.push_back(r.components[i]);
+    {
       // each unknown dimension is the largest of this batch (0 when
       // the batch is empty); rows are padded with zeros.
       auto dims = row_shape.dims();
@@ -364,7 +475,7 @@ void queue_core::close_cancelling(completion done) {
   enqueues_.clear();
   for (auto& a : pending) {
     if (a.done.is_stream())
-      a.done.deliver_count(self_, static_cast<int32_t>(a.next), cancelled_enqueue());
+      a.done.deliver_count(self_, static_cast<int32_t>(a.stored), cancelled_enqueue());
     else
       a.done.deliver_error(self_, cancelled_enqueue());
   }
@@ -372,7 +483,7 @@ void queue_core::close_cancelling(completion done) {
   flush();
 }
 
-void queue_core::give_back(std::vector<element> rows) {
+void queue_core::give_back(row_list rows) {
   if (rows.empty())
     return;
   storage_->put_back(std::move(rows));
@@ -381,8 +492,10 @@ void queue_core::give_back(std::vector<element> rows) {
 
 void queue_core::unpull(const caf::actor_addr& client) {
   for (auto i = dequeues_.begin(); i != dequeues_.end();) {
-    if (i->what == dequeue_attempt::op::pull && i->client == client) {
-      i->done.deliver_rows(self_, {}, cancelled_dequeue());
+    bool pull = i->what == dequeue_attempt::op::pull ||
+                i->what == dequeue_attempt::op::pull_batch;
+    if (pull && i->client == client) {
+      i->done.deliver_error(self_, cancelled_dequeue());
       i = dequeues_.erase(i);
     } else {
       ++i;
@@ -396,7 +509,7 @@ void queue_core::expire(uint64_t id) {
     if (i->id == id) {
       // rows already stored stay stored.
       if (i->done.is_stream())
-        i->done.deliver_count(self_, static_cast<int32_t>(i->next), timed_out());
+        i->done.deliver_count(self_, static_cast<int32_t>(i->stored), timed_out());
       else
         i->done.deliver_error(self_, timed_out());
       enqueues_.erase(i);
@@ -440,7 +553,7 @@ void queue_core::shutdown() {
   dequeues_.clear();
   for (auto& a : enqs) {
     if (a.done.is_stream())
-      a.done.deliver_count(self_, static_cast<int32_t>(a.next), cancelled_enqueue());
+      a.done.deliver_count(self_, static_cast<int32_t>(a.stored), cancelled_enqueue());
     else
       a.done.deliver_error(self_, cancelled_enqueue());
   }

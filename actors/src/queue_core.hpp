@@ -21,19 +21,69 @@
 
 namespace quern::detail {
 
+/// Consecutive rows kept together: one element (no batch dimension), or rows
+/// [begin, begin + count) of a batch. Batches travel through a FIFO queue as
+/// runs, so an enqueue_many costs the same for 1 row as for 10,000, and a
+/// dequeue_many that takes rows of one batch returns a view of it.
+struct row_run {
+  element data;
+  int64_t begin = 0;
+  int64_t count = 1;
+  bool batched = false;
+
+  static row_run single(element e) { return row_run{std::move(e), 0, 1, false}; }
+  static row_run batch(element b, int64_t rows) {
+    return row_run{std::move(b), 0, rows, true};
+  }
+
+  int64_t size() const { return count; }
+  /// Row `i` of this run as an element (a view when batched).
+  element row(int64_t i) const { return batched ? data.row(begin + i) : data; }
+};
+
+/// Rows in order, as runs.
+class row_list {
+public:
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::deque<row_run>& runs() const { return runs_; }
+
+  void push_back(row_run r);
+  void push_back(element single) { push_back(row_run::single(std::move(single))); }
+  /// Appends every run of `other`, in order.
+  void append(row_list&& other);
+  /// Puts every run of `other` in front of this list, in order.
+  void prepend(row_list&& other);
+  /// Moves the first `n` rows (n <= size()) to the end of `out`.
+  void move_front(int64_t n, row_list& out);
+  /// Removes and returns the first row. Requires !empty().
+  element pop_front();
+  /// Every row as an element (views of batches, no copy of values).
+  std::vector<element> elements() const;
+  void clear() {
+    runs_.clear();
+    size_ = 0;
+  }
+
+private:
+  std::deque<row_run> runs_;
+  int64_t size_ = 0;
+};
+
 /// Where the elements of a queue live; one implementation per kind.
 class queue_storage {
 public:
   virtual ~queue_storage() = default;
   virtual size_t size() const = 0;
-  virtual void push(element e) = 0;
-  /// Removes the next element to hand out (FIFO: oldest, shuffle: random,
-  /// priority: smallest). Requires size() > 0.
-  virtual element pop() = 0;
+  /// Stores `rows` (FIFO: appended as runs; others split them into rows).
+  virtual void push(row_list&& rows) = 0;
+  /// Moves the next `n` rows to hand out (FIFO: oldest, shuffle: random,
+  /// priority: smallest first) to the end of `out`. Requires n <= size().
+  virtual void take(size_t n, row_list& out) = 0;
   /// Returns rows taken by an attempt that did not complete, so that they are
   /// the next ones handed out again where order matters (FIFO: at the front,
   /// in their original order).
-  virtual void put_back(std::vector<element> rows) = 0;
+  virtual void put_back(row_list&& rows) = 0;
 };
 
 std::unique_ptr<queue_storage> make_storage(const queue_spec& spec);
@@ -47,6 +97,8 @@ public:
   static completion pushed_to(caf::strong_actor_ptr client);
   /// A streamed pull: the sender gets pulled(rows, error).
   static completion pulled_to(caf::strong_actor_ptr client);
+  /// A streamed batch pull: the sender gets pulled(batch, error).
+  static completion pulled_batch_to(caf::strong_actor_ptr client);
 
   bool is_stream() const { return kind_ != kind::promise; }
   const caf::strong_actor_ptr& client() const { return client_; }
@@ -54,11 +106,12 @@ public:
   void deliver_count(caf::local_actor* self, int32_t stored, caf::error err);
   void deliver_element(caf::local_actor* self, element e);
   void deliver_rows(caf::local_actor* self, std::vector<element> rows, caf::error err);
+  void deliver_batch(caf::local_actor* self, element batch, caf::error err);
   void deliver_bool(bool value);
   void deliver_error(caf::local_actor* self, caf::error err);
 
 private:
-  enum class kind { promise, pushed, pulled };
+  enum class kind { promise, pushed, pulled, pulled_batch };
   kind kind_ = kind::promise;
   caf::response_promise rp_;
   caf::strong_actor_ptr client_;
@@ -68,18 +121,19 @@ struct enqueue_attempt {
   enum class op { enqueue, enqueue_many, push, close };
   op what = op::enqueue;
   uint64_t id = 0;
-  std::vector<element> rows;
-  size_t next = 0; // rows stored so far
+  row_list rows;      // rows still to store
+  int64_t total = 0;  // rows of the attempt
+  int64_t stored = 0; // rows stored so far
   caf::actor_addr client;
   completion done;
 };
 
 struct dequeue_attempt {
-  enum class op { dequeue, dequeue_many, dequeue_up_to, pull };
+  enum class op { dequeue, dequeue_many, dequeue_up_to, pull, pull_batch };
   op what = op::dequeue;
   uint64_t id = 0;
   int32_t n = 1;
-  std::vector<element> held; // rows taken while waiting for the rest
+  row_list held; // rows taken while waiting for the rest
   caf::actor_addr client;
   completion done;
 };
@@ -99,7 +153,7 @@ public:
   /// close(cancel_pending_enqueues=true); replies through `done`.
   void close_cancelling(completion done);
   /// Rows a streaming consumer gives back (to the front, in order).
-  void give_back(std::vector<element> rows);
+  void give_back(row_list rows);
   /// Withdraws the pulls of `client`, answering each with cancelled.
   void unpull(const caf::actor_addr& client);
   /// A deadline expired: answers deadline_exceeded if the attempt is still
@@ -113,7 +167,7 @@ public:
   void shutdown();
 
   /// Builds the batch of `rows` for dequeue_many/up_to (padding included).
-  element make_batch(const std::vector<element>& rows) const;
+  element make_batch(const row_list& rows) const;
 
   /// The "<Kind> '<name>'" prefix used in enqueue-side messages.
   std::string enqueue_name() const;
@@ -132,6 +186,7 @@ private:
   progress serve_many(dequeue_attempt& a);
   progress serve_many_priority(dequeue_attempt& a);
   progress serve_pull(dequeue_attempt& a);
+  void take(size_t n, row_list& out);
   /// Elements that may be taken now (min_after_dequeue while open, Q-51).
   size_t available() const;
   bool has_live_enqueue_attempts() const;

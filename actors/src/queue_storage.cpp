@@ -6,23 +6,37 @@ namespace quern::detail {
 
 namespace {
 
-/// FIFOQueue and PaddingFIFOQueue: oldest first.
+/// FIFOQueue and PaddingFIFOQueue: oldest first, kept as runs so that
+/// batches pass through without being split into rows.
 class fifo_storage : public queue_storage {
 public:
-  size_t size() const override { return elems_.size(); }
-  void push(element e) override { elems_.push_back(std::move(e)); }
-  element pop() override {
-    auto e = std::move(elems_.front());
-    elems_.pop_front();
-    return e;
+  size_t size() const override { return static_cast<size_t>(rows_.size()); }
+  void push(row_list&& rows) override { rows_.append(std::move(rows)); }
+  void take(size_t n, row_list& out) override {
+    rows_.move_front(static_cast<int64_t>(n), out);
   }
-  void put_back(std::vector<element> rows) override {
-    elems_.insert(elems_.begin(), std::make_move_iterator(rows.begin()),
-                  std::make_move_iterator(rows.end()));
-  }
+  void put_back(row_list&& rows) override { rows_.prepend(std::move(rows)); }
 
 private:
-  std::deque<element> elems_;
+  row_list rows_;
+};
+
+/// Kinds that pick rows one by one store single rows.
+class row_storage : public queue_storage {
+public:
+  void push(row_list&& rows) override {
+    while (!rows.empty())
+      push_row(rows.pop_front());
+  }
+  void take(size_t n, row_list& out) override {
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(pop());
+  }
+  void put_back(row_list&& rows) override { push(std::move(rows)); }
+
+protected:
+  virtual void push_row(element e) = 0;
+  virtual element pop() = 0;
 };
 
 /// RandomShuffleQueue: a uniformly random stored element, removed by
@@ -30,7 +44,7 @@ private:
 /// (seed, seed2) when either is non-zero, else from the OS. quern uses
 /// std::mt19937_64, not Philox: the order is reproducible for a seed pair,
 /// not bit-identical to TensorFlow's.
-class shuffle_storage : public queue_storage {
+class shuffle_storage : public row_storage {
 public:
   shuffle_storage(int64_t seed, int64_t seed2) {
     if (seed == 0 && seed2 == 0) {
@@ -44,7 +58,9 @@ public:
     }
   }
   size_t size() const override { return elems_.size(); }
-  void push(element e) override { elems_.push_back(std::move(e)); }
+
+protected:
+  void push_row(element e) override { elems_.push_back(std::move(e)); }
   element pop() override {
     auto i = static_cast<size_t>(rng_() % elems_.size());
     auto e = std::move(elems_[i]);
@@ -52,10 +68,6 @@ public:
       elems_[i] = std::move(elems_.back());
     elems_.pop_back();
     return e;
-  }
-  void put_back(std::vector<element> rows) override {
-    for (auto& r : rows)
-      elems_.push_back(std::move(r));
   }
 
 private:
@@ -65,10 +77,12 @@ private:
 
 /// PriorityQueue: smallest int64 priority (component 0) first; a
 /// binary heap, so equal priorities come out in no particular order.
-class priority_storage : public queue_storage {
+class priority_storage : public row_storage {
 public:
   size_t size() const override { return heap_.size(); }
-  void push(element e) override {
+
+protected:
+  void push_row(element e) override {
     heap_.push_back(std::move(e));
     std::push_heap(heap_.begin(), heap_.end(), later);
   }
@@ -77,10 +91,6 @@ public:
     auto e = std::move(heap_.back());
     heap_.pop_back();
     return e;
-  }
-  void put_back(std::vector<element> rows) override {
-    for (auto& r : rows)
-      push(std::move(r));
   }
 
 private:

@@ -23,8 +23,13 @@ using spec_atom = caf::atom_constant<caf::atom("spec")>;
 using push_atom = caf::atom_constant<caf::atom("push")>;
 /// queue -> producer: how many rows of one push were stored, and why not all.
 using pushed_atom = caf::atom_constant<caf::atom("pushed")>;
+/// producer -> queue: one batch (leading dimension) to store row by row, as
+/// one enqueue attempt; answered with pushed like push.
+using push_batch_atom = caf::atom_constant<caf::atom("push_batch")>;
 /// consumer -> queue: grant demand for up to n rows.
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
+/// consumer -> queue: grant demand for up to n rows, delivered as one batch.
+using pull_batch_atom = caf::atom_constant<caf::atom("pull_batch")>;
 /// queue -> consumer: 1..n rows, or none and the reason (e.g. out_of_range).
 using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to

@@ -36,9 +36,14 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   push(rows)     each row an enqueue attempt; the queue answers the sender
 ///                  with pushed(stored, error) once the whole push completed
 ///                  or failed (error is none when all rows were stored).
+///   push_batch(b)  the rows of batch `b` as one attempt (no per-row work in
+///                  a FIFO queue); answered like push.
 ///   pull(n)        a dequeue-side attempt that completes as soon as it holds
 ///                  at least one row; the queue answers pulled(rows, error),
 ///                  error out_of_range once closed and empty.
+///   pull_batch(n)  like pull, but the rows come as one batch:
+///                  pulled(batch, error) -- a view of an enqueued batch when
+///                  they are consecutive rows of it.
 ///   give_back(rows) rows a consumer received and will not take; they return
 ///                  to the front of the queue in order.
 ///   unpull()       withdraws the sender's pending pulls: each is answered
@@ -54,7 +59,9 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<size_atom>::with<int32_t>,
     caf::replies_to<is_closed_atom>::with<bool>,
     caf::replies_to<spec_atom>::with<queue_spec>,
-    caf::reacts_to<push_atom, std::vector<element>>, caf::reacts_to<pull_atom, int32_t>,
+    caf::reacts_to<push_atom, std::vector<element>>,
+    caf::reacts_to<push_batch_atom, element>, caf::reacts_to<pull_atom, int32_t>,
+    caf::reacts_to<pull_batch_atom, int32_t>,
     caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
     caf::reacts_to<deadline_atom, uint64_t>>;
 
