@@ -117,31 +117,27 @@ double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
   std::vector<std::thread> ps, cs;
   for (int c = 0; c < consumers; ++c)
     cs.emplace_back([&] {
-      blocking_queue b{sys, q};
+      batch_reader r{sys, q, p.batch};
       int64_t local = 0;
-      try {
-        for (;;) {
-          auto batch = b.dequeue_up_to(p.batch);
-          for (auto v : batch[0].values<int64_t>())
-            local += v;
-        }
-      } catch (const out_of_range_error&) {
-      }
+      while (auto batch = r.try_pull())
+        for (auto v : (*batch)[0].values<int64_t>())
+          local += v;
       sum += local;
     });
   for (int i = 0; i < producers; ++i)
     ps.emplace_back([&, i] {
-      blocking_queue b{sys, q};
+      queue_writer w{sys, q, static_cast<size_t>(p.capacity)};
       std::vector<int64_t> rows;
       for (int64_t v = i; v < p.elements; v += producers) {
         rows.push_back(v);
         if (static_cast<int32_t>(rows.size()) == p.batch) {
-          b.enqueue_many(element{tensor::vector<int64_t>(std::move(rows))});
+          w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
           rows.clear();
         }
       }
       if (!rows.empty())
-        b.enqueue_many(element{tensor::vector<int64_t>(std::move(rows))});
+        w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
+      w.flush();
     });
   for (auto& t : ps)
     t.join();
@@ -178,8 +174,8 @@ int main(int argc, char** argv) {
       "credit window of the streaming clients")(
       "repeat,r", po::value<int>(&repeat)->default_value(3),
       "runs per figure (the median is printed)")(
-    "only", po::value<std::string>(&only)->default_value(""),
-    "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"");
+      "only", po::value<std::string>(&only)->default_value(""),
+      "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);

@@ -61,6 +61,11 @@ public:
   /// Hands `e` to the queue's stream. Throws the stream's first error (and
   /// refuses `e`) once a push failed, e.g. cancelled_error after a close.
   void push(element e);
+  /// Hands every row of `batch` (leading dimension) to the queue as one
+  /// attempt: a FIFO queue stores the batch without touching its rows, and a
+  /// batch_reader may get it back as the very same tensors. Rows pushed
+  /// before go first. Counted and windowed like rows; throws like push().
+  void push_batch(element batch);
   /// Waits until every pushed row is stored or refused; throws the first
   /// error.
   void flush();
@@ -111,6 +116,37 @@ private:
   queue_actor queue_;
   size_t window_;
   std::deque<element> buffer_;
+  size_t outstanding_pulls_ = 0;
+  bool queue_down_ = false;
+  caf::error end_;
+};
+
+/// A consumer of batches on the streaming protocol: keeps up to two pulls of
+/// up to `batch_size` rows granted and returns each answer as one batch of
+/// 1..batch_size rows (a view of an enqueued batch when the rows are
+/// consecutive rows of one). try_pull() returns nullopt once the queue is
+/// closed and drained. Batches received but not taken go back to the front
+/// of the queue when the reader is destroyed. The queue's components must
+/// have specified shapes.
+class batch_reader {
+public:
+  batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size);
+  ~batch_reader();
+  batch_reader(const batch_reader&) = delete;
+  batch_reader& operator=(const batch_reader&) = delete;
+
+  /// The next batch; throws out_of_range_error at the end of data.
+  element pull();
+  std::optional<element> try_pull();
+
+private:
+  void grant();
+  void await_one();
+
+  caf::scoped_actor self_;
+  queue_actor queue_;
+  int32_t batch_size_;
+  std::deque<element> batches_;
   size_t outstanding_pulls_ = 0;
   bool queue_down_ = false;
   caf::error end_;

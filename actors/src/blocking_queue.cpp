@@ -85,7 +85,7 @@ queue_spec blocking_queue::spec() {
 // At most this many pushes are in flight: one being served, one filling up
 // behind it. Rows pushed meanwhile gather in pending_ and travel together, so
 // the message count falls as the load rises.
-constexpr size_t max_pushes_in_flight = 2;
+constexpr size_t max_pushes_in_flight = 1;
 
 queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
     : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 1)) {
@@ -151,8 +151,10 @@ void queue_writer::fail_pending() {
 }
 
 void queue_writer::push(element e) {
-  if (error_)
+  if (error_) {
+    ++refused_; // push() refuses its row once the stream failed
     throw_error(error_);
+  }
   pending_.push_back(std::move(e));
   poll();
   while (in_flight_.size() >= max_pushes_in_flight &&
@@ -162,6 +164,27 @@ void queue_writer::push(element e) {
     fail_pending();
   if (in_flight_.size() < max_pushes_in_flight)
     send_pending();
+}
+
+void queue_writer::push_batch(element batch) {
+  auto rows = static_cast<size_t>(batch.batch_size());
+  if (error_) {
+    refused_ += static_cast<int64_t>(rows);
+    throw_error(error_);
+  }
+  // Rows pushed before go first: the queue serves one producer's messages
+  // in order.
+  send_pending();
+  poll();
+  while (!in_flight_.empty() && in_flight_rows_ + rows > window_)
+    await_one();
+  if (error_) {
+    refused_ += static_cast<int64_t>(rows);
+    throw_error(error_);
+  }
+  in_flight_.push_back(rows);
+  in_flight_rows_ += rows;
+  self_->send(queue_, push_batch_atom::value, std::move(batch));
 }
 
 void queue_writer::flush() {
@@ -245,6 +268,80 @@ std::optional<element> queue_reader::try_pull() {
     await_one();
   grant();
   return e;
+}
+
+// -- batch_reader -----------------------------------------------------------------
+
+batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size)
+    : self_(sys), queue_(std::move(q)), batch_size_(batch_size) {
+  require_valid(queue_, "batch_reader");
+  if (batch_size_ <= 0)
+    throw invalid_argument_error("batch_reader needs a positive batch size, got " +
+                                 std::to_string(batch_size_));
+  self_->monitor(queue_);
+}
+
+batch_reader::~batch_reader() {
+  if (queue_down_)
+    return;
+  if (outstanding_pulls_ > 0)
+    self_->send(queue_, unpull_atom::value);
+  while (outstanding_pulls_ > 0 && !queue_down_)
+    await_one();
+  if (!batches_.empty() && !queue_down_) {
+    std::vector<element> rows;
+    for (auto& b : batches_)
+      for (int64_t i = 0; i < b.batch_size(); ++i)
+        rows.push_back(b.row(i));
+    self_->send(queue_, give_back_atom::value, std::move(rows));
+  }
+}
+
+void batch_reader::grant() {
+  while (!end_ && outstanding_pulls_ + batches_.size() < max_pulls_outstanding) {
+    self_->send(queue_, pull_batch_atom::value, batch_size_);
+    ++outstanding_pulls_;
+  }
+}
+
+void batch_reader::await_one() {
+  self_->receive(
+      [&](pulled_atom, element& batch, caf::error& err) {
+        --outstanding_pulls_;
+        if (!err)
+          batches_.push_back(std::move(batch));
+        else if (!is(err, error_code::cancelled) && !end_)
+          end_ = std::move(err);
+      },
+      [&](caf::down_msg&) {
+        queue_down_ = true;
+        outstanding_pulls_ = 0;
+        if (!end_)
+          end_ = queue_gone();
+      });
+}
+
+std::optional<element> batch_reader::try_pull() {
+  while (batches_.empty()) {
+    if (end_) {
+      if (is(end_, error_code::out_of_range))
+        return std::nullopt;
+      throw_error(end_);
+    }
+    grant();
+    await_one();
+  }
+  auto b = std::move(batches_.front());
+  batches_.pop_front();
+  grant();
+  return b;
+}
+
+element batch_reader::pull() {
+  auto b = try_pull();
+  if (!b)
+    throw_error(end_);
+  return std::move(*b);
 }
 
 element queue_reader::pull() {
