@@ -368,6 +368,9 @@ struct runner_state {
   bool started = false;
   bool stopping = false;
   bool close_requested = false;
+  /// The start request waits for the coordinator's registration ack; the
+  /// runner must not end before it answered (workers may end that fast).
+  bool start_pending = false;
   int pending_closes = 0;
   /// A runner lives until its work is done or it is stopped, even if nobody
   /// else holds a reference to it (released with the state on exit).
@@ -396,7 +399,7 @@ bool is_clean_exit(const caf::error& reason) {
 
 void check_finished(runner_ptr self) {
   auto& st = self->state;
-  if (st.started && st.live.empty() && st.pending_closes == 0) {
+  if (st.started && !st.start_pending && st.live.empty() && st.pending_closes == 0) {
     st.cfg.shared->running = false; // before anyone sees the runner down
     self->quit(caf::exit_reason::normal);
   }
@@ -514,9 +517,15 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
           return st.workers;
         // Registered before start() returns, so that join includes them.
         auto rp = self->make_response_promise<std::vector<caf::actor>>();
+        st.start_pending = true;
+        auto answer = [self, rp]() mutable {
+          self->state.start_pending = false;
+          rp.deliver(self->state.workers);
+          check_finished(self);
+        };
         self->request(st.cfg.coord, caf::infinite, register_atom::value, std::move(regs))
-            .then([self, rp](int32_t) mutable { rp.deliver(self->state.workers); },
-                  [self, rp](caf::error&) mutable { rp.deliver(self->state.workers); });
+            .then([answer](int32_t) mutable { answer(); },
+                  [answer](caf::error&) mutable { answer(); });
         return rp;
       },
       [self](stop_atom) { begin_stop(self); },

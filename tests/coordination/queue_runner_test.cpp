@@ -297,9 +297,11 @@ TEST_CASE("QR-8 a worker that ignores stop is named by join", "[QR-8][CO-8]") {
   caf::actor_system sys{cfg};
   auto q = spawn_fifo_queue(sys, 100, {dtype::int64}, {tensor_shape{}}, "slow");
   std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
   // A blocking op stuck in "I/O" that does not look at should_stop().
   auto stuck = blocking_op(
-      [&release](blocking_run&) {
+      [&release, &entered](blocking_run&) {
+        entered = true;
         while (!release.load())
           std::this_thread::sleep_for(1ms);
       },
@@ -310,6 +312,7 @@ TEST_CASE("QR-8 a worker that ignores stop is named by join", "[QR-8][CO-8]") {
   coordinator coord{sys};
   auto actors = qr.start(sys, coord.actor());
   REQUIRE(actors.size() == 3);
+  REQUIRE(eventually([&] { return entered.load(); })); // stuck in its run
   coord.request_stop();
   // The well-behaved worker ends on stop; only the stuck one (and the runner
   // waiting for it) outlive the grace period.
