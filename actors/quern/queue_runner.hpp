@@ -23,6 +23,28 @@ namespace quern {
 namespace detail {
 struct async_worker_access;
 struct runner_shared;
+
+/// What one run emitted, in order: runs of single rows (one streamed push
+/// each) and whole batches (one push_batch each, kept intact: no per-row
+/// work in the queue).
+class run_output {
+public:
+  void add_row(element row);
+  void add_rows(std::vector<element> rows);
+  void add_batch(element batch);
+  bool empty() const noexcept { return pieces_.empty(); }
+  void clear() noexcept { pieces_.clear(); }
+
+  struct piece {
+    bool is_batch = false;
+    std::vector<element> rows; // !is_batch
+    element batch;             // is_batch
+  };
+  std::vector<piece>& pieces() noexcept { return pieces_; }
+
+private:
+  std::vector<piece> pieces_;
+};
 } // namespace detail
 
 /// One run of an asynchronous enqueue op, handed to the op by its worker (an
@@ -47,8 +69,9 @@ public:
 
   /// One row to enqueue.
   void emit(element row);
-  /// Every row of `batch` (leading dimension), in order.
-  void emit_many(const element& batch);
+  /// Every row of `batch` (leading dimension), in order; the batch travels
+  /// to the queue as one message (push_batch).
+  void emit_many(element batch);
   /// Several rows, in order.
   void emit(std::vector<element> rows);
 
@@ -99,7 +122,7 @@ public:
   /// that went down).
   template <class F>
   void pull(const queue_actor& q, int32_t n, F f) {
-    if (on_pulled_)
+    if (on_pulled_ || on_pulled_batch_)
       throw std::logic_error("quern::async_run::pull while a pull is pending");
     on_pulled_ = [this, f](std::vector<element>& rows, caf::error& err) mutable {
       if (err)
@@ -108,6 +131,21 @@ public:
         guarded([&] { f(rows); });
     };
     self_->send(q, pull_atom::value, n);
+  }
+
+  /// Like pull(), but the 1..n rows come as one batch `f(element& batch)`
+  /// (a view of an enqueued batch when they are consecutive rows of it).
+  template <class F>
+  void pull_batch(const queue_actor& q, int32_t n, F f) {
+    if (on_pulled_ || on_pulled_batch_)
+      throw std::logic_error("quern::async_run::pull_batch while a pull is pending");
+    on_pulled_batch_ = [this, f](element& batch, caf::error& err) mutable {
+      if (err)
+        fail(std::move(err));
+      else
+        guarded([&] { f(batch); });
+    };
+    self_->send(q, pull_batch_atom::value, n);
   }
 
 private:
@@ -129,10 +167,11 @@ private:
   caf::event_based_actor* self_ = nullptr;
   uint64_t index_ = 0;
   state state_ = state::running;
-  std::vector<element> rows_;
+  detail::run_output out_;
   caf::error error_;
   std::function<void()> on_complete_;
   std::function<void(std::vector<element>&, caf::error&)> on_pulled_;
+  std::function<void(element&, caf::error&)> on_pulled_batch_;
   const std::atomic<bool>* stop_ = nullptr;
 };
 
@@ -146,8 +185,8 @@ public:
   uint64_t index() const noexcept { return index_; }
   /// Whether stop was requested: long-running ops should check it.
   bool should_stop() const noexcept;
-  void emit(element row) { rows_.push_back(std::move(row)); }
-  void emit_many(const element& batch);
+  void emit(element row) { out_.add_row(std::move(row)); }
+  void emit_many(element batch) { out_.add_batch(std::move(batch)); }
   void emit(std::vector<element> rows);
   /// The input is exhausted: enqueue what was emitted, then end the worker.
   void end() { end_ = true; }
@@ -156,7 +195,7 @@ private:
   friend struct detail::async_worker_access;
   uint64_t index_ = 0;
   bool end_ = false;
-  std::vector<element> rows_;
+  detail::run_output out_;
   const std::atomic<bool>* stop_ = nullptr;
 };
 

@@ -39,7 +39,7 @@ struct async_worker_access {
     r.self_ = self;
     r.index_ = index;
     r.state_ = async_run::state::running;
-    r.rows_.clear();
+    r.out_.clear();
     r.error_ = caf::error{};
     r.stop_ = stop;
   }
@@ -57,19 +57,61 @@ struct async_worker_access {
     f(rows, err);
     return true;
   }
+  static bool deliver_pulled_batch(async_run& r, element& batch, caf::error& err) {
+    if (!r.on_pulled_batch_)
+      return false;
+    auto f = std::move(r.on_pulled_batch_);
+    r.on_pulled_batch_ = nullptr;
+    f(batch, err);
+    return true;
+  }
   static bool ended(const async_run& r) { return r.state_ == async_run::state::end; }
   static caf::error& error(async_run& r) { return r.error_; }
-  static std::vector<element>& rows(async_run& r) { return r.rows_; }
+  static run_output& out(async_run& r) { return r.out_; }
 
   static void reset(blocking_run& r, uint64_t index, const std::atomic<bool>* stop) {
     r.index_ = index;
     r.end_ = false;
-    r.rows_.clear();
+    r.out_.clear();
     r.stop_ = stop;
   }
   static bool ended(const blocking_run& r) { return r.end_; }
-  static std::vector<element>& rows(blocking_run& r) { return r.rows_; }
+  static run_output& out(blocking_run& r) { return r.out_; }
 };
+
+} // namespace detail
+
+// -- run_output -----------------------------------------------------------------------
+
+namespace detail {
+
+void run_output::add_row(element row) {
+  if (pieces_.empty() || pieces_.back().is_batch)
+    pieces_.emplace_back();
+  pieces_.back().rows.push_back(std::move(row));
+}
+
+void run_output::add_rows(std::vector<element> rows) {
+  if (rows.empty())
+    return;
+  if (pieces_.empty() || pieces_.back().is_batch) {
+    pieces_.emplace_back();
+    pieces_.back().rows = std::move(rows);
+    return;
+  }
+  auto& dst = pieces_.back().rows;
+  for (auto& r : rows)
+    dst.push_back(std::move(r));
+}
+
+void run_output::add_batch(element batch) {
+  if (batch.batch_size() == 0) // validates: throws for a non-batch
+    return;
+  piece p;
+  p.is_batch = true;
+  p.batch = std::move(batch);
+  pieces_.push_back(std::move(p));
+}
 
 } // namespace detail
 
@@ -82,25 +124,19 @@ bool async_run::should_stop() const noexcept {
 void async_run::emit(element row) {
   if (completed())
     throw std::logic_error("quern::async_run::emit after the run was completed");
-  rows_.push_back(std::move(row));
+  out_.add_row(std::move(row));
 }
 
-void async_run::emit_many(const element& batch) {
+void async_run::emit_many(element batch) {
   if (completed())
     throw std::logic_error("quern::async_run::emit_many after the run was completed");
-  auto n = batch.batch_size();
-  for (int64_t i = 0; i < n; ++i)
-    rows_.push_back(batch.row(i));
+  out_.add_batch(std::move(batch));
 }
 
 void async_run::emit(std::vector<element> rows) {
   if (completed())
     throw std::logic_error("quern::async_run::emit after the run was completed");
-  if (rows_.empty())
-    rows_ = std::move(rows);
-  else
-    for (auto& r : rows)
-      rows_.push_back(std::move(r));
+  out_.add_rows(std::move(rows));
 }
 
 void async_run::complete(state s) {
@@ -143,15 +179,8 @@ bool blocking_run::should_stop() const noexcept {
   return stop_ != nullptr && stop_->load(std::memory_order_relaxed);
 }
 
-void blocking_run::emit_many(const element& batch) {
-  auto n = batch.batch_size();
-  for (int64_t i = 0; i < n; ++i)
-    rows_.push_back(batch.row(i));
-}
-
 void blocking_run::emit(std::vector<element> rows) {
-  for (auto& r : rows)
-    rows_.push_back(std::move(r));
+  out_.add_rows(std::move(rows));
 }
 
 enqueue_op async_op(async_enqueue_fn fn, std::string name) {
@@ -197,13 +226,16 @@ struct push_pipe {
 /// After a run: push its rows, then end or schedule the next run (always
 /// through the mailbox, so that a pending stop is seen first and the stack
 /// does not grow).
-void after_run(caf::event_based_actor* self, push_pipe& p, std::vector<element>& rows,
+void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& out,
                bool ended) {
-  if (!rows.empty()) {
+  for (auto& piece : out.pieces()) {
     ++p.in_flight;
-    self->send(p.queue, push_atom::value, std::move(rows));
-    rows.clear();
+    if (piece.is_batch)
+      self->send(p.queue, push_batch_atom::value, std::move(piece.batch));
+    else
+      self->send(p.queue, push_atom::value, std::move(piece.rows));
   }
+  out.clear();
   p.ended = p.ended || ended;
   if (p.ended) {
     if (p.in_flight == 0)
@@ -270,7 +302,7 @@ void async_run_completed(async_worker_ptr self) {
     self->quit(std::move(async_worker_access::error(r)));
     return;
   }
-  after_run(self, st.pipe, async_worker_access::rows(r), async_worker_access::ended(r));
+  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
 }
 
 caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_actor q,
@@ -295,6 +327,16 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
           // Nobody asked for them: back to the front of the queue they came from.
           caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
                          give_back_atom::value, std::move(rows));
+      },
+      [self](pulled_atom, element& batch, caf::error& err) {
+        if (!async_worker_access::deliver_pulled_batch(self->state.run, batch, err) &&
+            !batch.components.empty() && batch.batch_size() > 0) {
+          std::vector<element> rows;
+          for (int64_t i = 0; i < batch.batch_size(); ++i)
+            rows.push_back(batch.row(i));
+          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
+                         give_back_atom::value, std::move(rows));
+        }
       },
       [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); },
   };
@@ -327,7 +369,7 @@ void start_blocking_run(blocking_worker_ptr self) {
     self->quit(error_from_exception(std::current_exception()));
     return;
   }
-  after_run(self, st.pipe, async_worker_access::rows(r), async_worker_access::ended(r));
+  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
 }
 
 caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,

@@ -450,3 +450,43 @@ TEST_CASE("QR-5 an async op pulls rows from another queue", "[QR-5][QR-6]") {
   CHECK(smallest.load() >= 1); // a pull gives 1..n rows
   CHECK(largest.load() <= 7);
 }
+
+TEST_CASE("QR-5 batches travel whole: emit_many and pull_batch", "[QR-5][QR-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto src = spawn_fifo_queue(sys, 64, {dtype::int64}, {tensor_shape{}}, "batches_in");
+  auto dst = spawn_fifo_queue(sys, 64, {dtype::int64}, {tensor_shape{}}, "batches_out");
+  // 20 runs of 25 rows each as one batch; mixed with single rows in between.
+  auto source = async_op([](async_run& run) {
+    if (run.index() >= 20) {
+      run.end();
+      return;
+    }
+    auto base = static_cast<int64_t>(run.index()) * 26;
+    std::vector<int64_t> xs;
+    for (int64_t i = 0; i < 25; ++i)
+      xs.push_back(base + i);
+    run.emit_many(element{tensor::vector<int64_t>(xs)});
+    run.emit(int_element(base + 25));
+    run.done();
+  });
+  auto plus_one = async_op([src](async_run& run) {
+    run.pull_batch(src, 40, [&run](element& batch) {
+      std::vector<int64_t> ys;
+      for (auto x : batch[0].to_vector<int64_t>())
+        ys.push_back(x + 1);
+      run.emit_many(element{tensor::vector<int64_t>(ys)});
+      run.done();
+    });
+  });
+  queue_runner a{src, {source}};
+  queue_runner b{dst, {plus_one}};
+  coordinator coord{sys};
+  a.start(sys, coord.actor());
+  b.start(sys, coord.actor());
+  auto xs = drain(sys, dst);
+  CHECK_NOTHROW(coord.join());
+  REQUIRE(xs.size() == 520);
+  for (size_t i = 0; i < xs.size(); ++i)
+    CHECK(xs[i] == static_cast<int64_t>(i) + 1); // one producer, one stage: in order
+}
