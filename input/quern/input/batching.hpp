@@ -1,0 +1,130 @@
+#pragma once
+// tf.train's batching helpers (tf-semantics IN-10..IN-15).
+//
+// In TensorFlow the "tensors" to batch are the outputs of upstream ops that
+// every run of the enqueue op evaluates afresh. In quern the input is an
+// example_source: what one run of an enqueue op produces --
+//  - a blocking function returning one example (or, with enqueue_many, a
+//    batch of examples with a leading dimension); it may read files or
+//    dequeue from upstream queues and throws out_of_range_error when its
+//    input is exhausted. It runs in its own thread (a blocking_op worker);
+//  - an upstream queue: each run dequeues one element (enqueue_many: up to
+//    `upstream_batch` rows) asynchronously, without a thread;
+//  - any enqueue_op, used as it is (no keep_input then).
+// batch/shuffle_batch run num_threads copies of the source; the *_join
+// variants one worker per source. The helpers build the queue and its queue
+// runner, add the runner to the pipeline, and return a `batched` handle; the
+// consumer side is `b.next(consumer)` with a consumer from
+// pipeline::make_consumer(b.queue): dequeue_many(batch_size), or
+// dequeue_up_to(batch_size) with allow_smaller_final_batch (IN-10: then the
+// final smaller batch comes out before out_of_range; without it, the rows
+// of the final partial batch stay in the queue and out_of_range is thrown).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quern/element.hpp"
+#include "quern/interfaces.hpp"
+#include "quern/pipeline.hpp"
+#include "quern/queue_runner.hpp"
+
+namespace quern {
+
+class input_summaries;
+
+/// One example (or a batch of them with enqueue_many) per call; blocking.
+using example_fn = std::function<element()>;
+/// maybe_batch's keep_input, applied to each example (each row with
+/// enqueue_many, TF's vector keep_input).
+using keep_fn = std::function<bool(const element&)>;
+
+class example_source {
+public:
+  /// A blocking function (runs in its own worker thread).
+  example_source(example_fn fn);
+  /// An enqueue op used as it is.
+  example_source(enqueue_op op);
+  /// Dequeues from `upstream`: one element per run, or (with enqueue_many)
+  /// dequeue_up_to(upstream_batch) per run. Asynchronous, no thread.
+  static example_source dequeue_from(queue_actor upstream, int32_t upstream_batch = 128);
+
+  /// The enqueue op that runs this source (enqueue_many: the source's
+  /// results are batches; keep: maybe_batch's filter).
+  enqueue_op make_op(bool enqueue_many, const keep_fn& keep, std::string name) const;
+
+private:
+  example_source() = default;
+  example_fn fn_;
+  enqueue_op op_;
+  queue_actor upstream_;
+  int32_t upstream_batch_ = 0;
+};
+
+struct batch_options {
+  int32_t batch_size = 0;
+  /// batch / shuffle_batch: copies of the source (ignored by *_join).
+  int32_t num_threads = 1;
+  int32_t capacity = 32;
+  /// The source produces batches (leading dimension) rather than examples.
+  bool enqueue_many = false;
+  /// The example's signature (TF infers it from the tensors; here it must be
+  /// given). Empty dtypes: invalid_argument_error
+  /// `Expected at least one tensor in batch().`
+  std::vector<dtype> dtypes;
+  /// Per-example shapes. Without dynamic_pad they must be fully defined
+  /// (given or not: empty means "not known", refused); with dynamic_pad only
+  /// ranks must be known (unknown dims -1 are padded).
+  std::vector<tensor_shape> shapes;
+  bool dynamic_pad = false;
+  bool allow_smaller_final_batch = false;
+  std::string shared_name;
+  /// Name scope; empty: the helper's name (`batch`, `shuffle_batch`, ...).
+  std::string name;
+  /// Shuffle variants: RandomShuffleQueue's min_after_dequeue and seed.
+  int32_t min_after_dequeue = 0;
+  int64_t seed = 0;
+  /// Where the fill-fraction summary is registered (optional).
+  input_summaries* summaries = nullptr;
+};
+
+/// What a batching helper returns.
+struct batched {
+  queue_actor queue;
+  int32_t batch_size = 0;
+  bool allow_smaller_final_batch = false;
+  /// The scope the helper used (`batch`, `batch_1`, ...) and its summary tag
+  /// (empty without a registry).
+  std::string scope;
+  std::string summary_tag;
+
+  /// The next batch: dequeue_many(batch_size), or dequeue_up_to(batch_size)
+  /// with allow_smaller_final_batch. Throws out_of_range_error at the end.
+  element next(consumer& in) const;
+  element next(blocking_queue& in) const;
+};
+
+/// IN-10.
+batched batch(pipeline& pipe, example_source source, batch_options opts);
+/// IN-11: one worker per source.
+batched batch_join(pipeline& pipe, std::vector<example_source> sources,
+                   batch_options opts);
+/// IN-12: `capacity <= min_after_dequeue` throws invalid_argument_error
+/// `capacity <c> must be bigger than min_after_dequeue <m>.`
+batched shuffle_batch(pipeline& pipe, example_source source, batch_options opts);
+/// IN-13.
+batched shuffle_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                           batch_options opts);
+/// IN-14: examples (rows, with enqueue_many) for which keep_input is false
+/// are not enqueued; the worker keeps running.
+batched maybe_batch(pipeline& pipe, example_source source, keep_fn keep_input,
+                    batch_options opts);
+batched maybe_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                         keep_fn keep_input, batch_options opts);
+batched maybe_shuffle_batch(pipeline& pipe, example_source source, keep_fn keep_input,
+                            batch_options opts);
+batched maybe_shuffle_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                                 keep_fn keep_input, batch_options opts);
+
+} // namespace quern

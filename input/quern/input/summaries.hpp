@@ -1,0 +1,75 @@
+#pragma once
+// Queue fill-fraction summaries of the input helpers (tf-semantics IN-2,
+// IN-10, IN-12, IN-16): TensorFlow adds one scalar summary per helper queue
+// to GraphKeys.SUMMARIES, and a training loop logs them all every step
+// (merge_all + add_summary). Here the helpers register their queues with an
+// input_summaries registry, and write(writer, step) asks every queue for its
+// size and logs every fraction at that step.
+//
+// write() and values() block their caller (they wait for the queues'
+// answers): call them from main() or a detached actor, never from an
+// event-based actor, and from one thread at a time.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "quern/blocking_queue.hpp"
+#include "quern/interfaces.hpp"
+#include "quern/summary/summary_writer.hpp"
+
+namespace quern {
+
+class input_summaries {
+public:
+  explicit input_summaries(caf::actor_system& sys);
+  ~input_summaries();
+  input_summaries(const input_summaries&) = delete;
+  input_summaries& operator=(const input_summaries&) = delete;
+
+  /// TF's unique name scope: `scope` the first time, then `scope_1`,
+  /// `scope_2`, ... (a helper calls this once and names its queue and its
+  /// summary after the result).
+  std::string unique_scope(const std::string& scope);
+
+  /// Registers `<scope>/fraction_of_<capacity>_full` with value
+  /// float32(size) * float32(1/capacity). Returns the tag.
+  std::string add_fraction_full(queue_actor q, const std::string& scope, int32_t capacity,
+                                std::string name = {});
+  /// Registers `<scope>/fraction_over_<m>_of_<c-m>_full` with value
+  /// float32(max(0, size - m)) * float32(1/(c - m)). Returns the tag.
+  std::string add_fraction_over(queue_actor q, const std::string& scope, int32_t capacity,
+                                int32_t min_after_dequeue);
+
+  /// Registered tags, in registration order.
+  std::vector<std::string> tags() const;
+  /// Current (tag, value) pairs: asks every queue for its size.
+  std::vector<std::pair<std::string, float>> values();
+  /// Logs values() as scalars at `step`.
+  void write(summary_writer& writer, int64_t step);
+
+  /// TF's summary-tag cleaning (IN-16): characters other than letters,
+  /// digits, `_ - / .` become `_`, leading `/` are removed.
+  static std::string clean_tag(const std::string& tag);
+
+private:
+  struct entry {
+    std::string tag;
+    std::unique_ptr<blocking_queue> queue;
+    int32_t capacity;
+    int32_t min_after_dequeue;
+    bool over;
+  };
+  caf::actor_system& sys_;
+  mutable std::mutex mtx_;
+  std::map<std::string, int> scopes_;
+  std::vector<entry> entries_;
+};
+
+} // namespace quern

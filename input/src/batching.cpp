@@ -1,0 +1,236 @@
+#include "quern/input/batching.hpp"
+
+#include <memory>
+#include <stdexcept>
+
+#include "quern/error.hpp"
+#include "quern/input/summaries.hpp"
+#include "quern/queue.hpp"
+
+namespace quern {
+
+example_source::example_source(example_fn fn) : fn_(std::move(fn)) {
+  if (!fn_)
+    throw invalid_argument_error("example_source: empty example function");
+}
+
+example_source::example_source(enqueue_op op) : op_(std::move(op)) {
+  if (!op_.async && !op_.blocking)
+    throw invalid_argument_error("example_source: empty enqueue op");
+}
+
+example_source example_source::dequeue_from(queue_actor upstream,
+                                            int32_t upstream_batch) {
+  if (!upstream)
+    throw invalid_argument_error("example_source: invalid upstream queue");
+  if (upstream_batch <= 0)
+    throw invalid_argument_error("example_source: upstream_batch must be > 0");
+  example_source s;
+  s.upstream_ = std::move(upstream);
+  s.upstream_batch_ = upstream_batch;
+  return s;
+}
+
+namespace {
+
+/// Emits `e` (or its rows, with enqueue_many) that `keep` accepts.
+template <class Run>
+void emit_kept(Run& run, const element& e, bool enqueue_many, const keep_fn& keep) {
+  if (!enqueue_many) {
+    if (!keep || keep(e))
+      run.emit(e);
+    return;
+  }
+  if (!keep) {
+    run.emit_many(e);
+    return;
+  }
+  auto n = e.batch_size();
+  std::vector<element> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    auto row = e.row(i);
+    if (keep(row))
+      rows.push_back(std::move(row));
+  }
+  run.emit(std::move(rows));
+}
+
+} // namespace
+
+enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
+                                   std::string name) const {
+  if (fn_) {
+    auto fn = fn_;
+    return blocking_op(
+        [fn, enqueue_many, keep](blocking_run& run) {
+          emit_kept(run, fn(), enqueue_many, keep);
+        },
+        std::move(name));
+  }
+  if (upstream_) {
+    auto q = upstream_;
+    auto n = upstream_batch_;
+    return async_op(
+        [q, n, enqueue_many, keep](async_run& run) {
+          auto on_element = [&run, enqueue_many, keep](element& e) {
+            emit_kept(run, e, enqueue_many, keep);
+            run.done();
+          };
+          if (enqueue_many)
+            run.dequeue_up_to(q, n, on_element);
+          else
+            run.dequeue(q, on_element);
+        },
+        std::move(name));
+  }
+  if (keep)
+    throw invalid_argument_error("keep_input needs an example function or an upstream "
+                                 "queue as the source, not an enqueue op");
+  auto op = op_;
+  if (op.name.empty())
+    op.name = std::move(name);
+  return op;
+}
+
+element batched::next(consumer& in) const {
+  return allow_smaller_final_batch ? in.dequeue_up_to(batch_size)
+                                   : in.dequeue_many(batch_size);
+}
+
+element batched::next(blocking_queue& in) const {
+  return allow_smaller_final_batch ? in.dequeue_up_to(batch_size)
+                                   : in.dequeue_many(batch_size);
+}
+
+namespace {
+
+batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool replicate,
+                   bool shuffle, const keep_fn& keep, batch_options opts,
+                   const std::string& helper) {
+  if (opts.dtypes.empty())
+    throw invalid_argument_error("Expected at least one tensor in " + helper + "().");
+  if (sources.empty())
+    throw invalid_argument_error("Expected at least one set of tensors");
+  if (opts.batch_size <= 0)
+    throw invalid_argument_error("batch_size must be > 0, got " +
+                                 std::to_string(opts.batch_size));
+  if (replicate && opts.num_threads <= 0)
+    throw invalid_argument_error("num_threads must be > 0, got " +
+                                 std::to_string(opts.num_threads));
+  if (shuffle && opts.capacity <= opts.min_after_dequeue)
+    throw invalid_argument_error("capacity " + std::to_string(opts.capacity) +
+                                 " must be bigger than min_after_dequeue " +
+                                 std::to_string(opts.min_after_dequeue) + ".");
+  if (!opts.shapes.empty() && opts.shapes.size() != opts.dtypes.size())
+    throw invalid_argument_error(helper + ": " + std::to_string(opts.shapes.size()) +
+                                 " shapes for " + std::to_string(opts.dtypes.size()) +
+                                 " components");
+  if (opts.dynamic_pad) {
+    if (opts.shapes.empty())
+      throw invalid_argument_error("Cannot infer Tensor's rank: shapes are needed with "
+                                   "dynamic_pad");
+    for (auto& s : opts.shapes)
+      if (!s.known_rank())
+        throw invalid_argument_error("Cannot infer Tensor's rank: " + s.to_string());
+  } else {
+    if (opts.shapes.empty())
+      throw invalid_argument_error(
+          "All shapes must be fully defined: give batch_options::shapes");
+    for (auto& s : opts.shapes)
+      if (!s.fully_defined())
+        throw invalid_argument_error("All shapes must be fully defined: " +
+                                     s.to_string());
+  }
+  auto base = opts.name.empty() ? helper : opts.name;
+  auto scope = opts.summaries ? opts.summaries->unique_scope(base) : base;
+  queue_options qo;
+  qo.capacity = opts.capacity;
+  qo.dtypes = opts.dtypes;
+  qo.shapes = opts.shapes;
+  qo.name = scope;
+  qo.shared_name = opts.shared_name;
+  queue_kind kind = queue_kind::fifo;
+  if (shuffle) {
+    kind = queue_kind::random_shuffle;
+    qo.min_after_dequeue = opts.min_after_dequeue;
+    qo.seed = opts.seed;
+  } else if (opts.dynamic_pad) {
+    kind = queue_kind::padding_fifo;
+  }
+  // Build every op before spawning, so that a bad source spawns nothing.
+  std::vector<enqueue_op> ops;
+  if (replicate) {
+    for (int32_t i = 0; i < opts.num_threads; ++i)
+      ops.push_back(sources.front().make_op(opts.enqueue_many, keep,
+                                            "enqueue" + std::to_string(i)));
+  } else {
+    for (size_t i = 0; i < sources.size(); ++i)
+      ops.push_back(
+          sources[i].make_op(opts.enqueue_many, keep, "enqueue" + std::to_string(i)));
+  }
+  auto q = spawn_queue(pipe.system(), kind, qo);
+  queue_runner_options ro;
+  ro.name = scope;
+  pipe.add_queue_runner(queue_runner{q, std::move(ops), ro});
+  batched result;
+  result.queue = q;
+  result.batch_size = opts.batch_size;
+  result.allow_smaller_final_batch = opts.allow_smaller_final_batch;
+  result.scope = scope;
+  if (opts.summaries)
+    result.summary_tag = shuffle
+                             ? opts.summaries->add_fraction_over(q, scope, opts.capacity,
+                                                                 opts.min_after_dequeue)
+                             : opts.summaries->add_fraction_full(q, scope, opts.capacity);
+  return result;
+}
+
+} // namespace
+
+batched batch(pipeline& pipe, example_source source, batch_options opts) {
+  return make_batch(pipe, {std::move(source)}, true, false, {}, std::move(opts), "batch");
+}
+
+batched batch_join(pipeline& pipe, std::vector<example_source> sources,
+                   batch_options opts) {
+  return make_batch(pipe, std::move(sources), false, false, {}, std::move(opts),
+                    "batch_join");
+}
+
+batched shuffle_batch(pipeline& pipe, example_source source, batch_options opts) {
+  return make_batch(pipe, {std::move(source)}, true, true, {}, std::move(opts),
+                    "shuffle_batch");
+}
+
+batched shuffle_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                           batch_options opts) {
+  return make_batch(pipe, std::move(sources), false, true, {}, std::move(opts),
+                    "shuffle_batch_join");
+}
+
+batched maybe_batch(pipeline& pipe, example_source source, keep_fn keep_input,
+                    batch_options opts) {
+  return make_batch(pipe, {std::move(source)}, true, false, keep_input, std::move(opts),
+                    "batch");
+}
+
+batched maybe_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                         keep_fn keep_input, batch_options opts) {
+  return make_batch(pipe, std::move(sources), false, false, keep_input, std::move(opts),
+                    "batch_join");
+}
+
+batched maybe_shuffle_batch(pipeline& pipe, example_source source, keep_fn keep_input,
+                            batch_options opts) {
+  return make_batch(pipe, {std::move(source)}, true, true, keep_input, std::move(opts),
+                    "shuffle_batch");
+}
+
+batched maybe_shuffle_batch_join(pipeline& pipe, std::vector<example_source> sources,
+                                 keep_fn keep_input, batch_options opts) {
+  return make_batch(pipe, std::move(sources), false, true, keep_input, std::move(opts),
+                    "shuffle_batch_join");
+}
+
+} // namespace quern

@@ -1,0 +1,92 @@
+#include "quern/input/summaries.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace quern {
+
+input_summaries::input_summaries(caf::actor_system& sys) : sys_(sys) {}
+
+input_summaries::~input_summaries() = default;
+
+std::string input_summaries::unique_scope(const std::string& scope) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& n = scopes_[scope];
+  auto result = n == 0 ? scope : scope + "_" + std::to_string(n);
+  ++n;
+  // A scope_1 given explicitly later must not collide either.
+  if (n > 1)
+    scopes_[result] += 1;
+  return result;
+}
+
+std::string input_summaries::clean_tag(const std::string& tag) {
+  std::string out;
+  out.reserve(tag.size());
+  for (char c : tag) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(std::isalnum(u) || c == '_' || c == '-' || c == '/' || c == '.' ? c
+                                                                                  : '_');
+  }
+  auto first = out.find_first_not_of('/');
+  return first == std::string::npos ? std::string{} : out.substr(first);
+}
+
+std::string input_summaries::add_fraction_full(queue_actor q, const std::string& scope,
+                                               int32_t capacity, std::string name) {
+  if (name.empty())
+    name = "fraction_of_" + std::to_string(capacity) + "_full";
+  auto tag = clean_tag(scope + "/" + name);
+  std::lock_guard<std::mutex> guard{mtx_};
+  entries_.push_back(entry{tag, std::make_unique<blocking_queue>(sys_, std::move(q)),
+                           capacity, 0, false});
+  return tag;
+}
+
+std::string input_summaries::add_fraction_over(queue_actor q, const std::string& scope,
+                                               int32_t capacity,
+                                               int32_t min_after_dequeue) {
+  auto tag = clean_tag(scope + "/fraction_over_" + std::to_string(min_after_dequeue) +
+                       "_of_" + std::to_string(capacity - min_after_dequeue) + "_full");
+  std::lock_guard<std::mutex> guard{mtx_};
+  entries_.push_back(entry{tag, std::make_unique<blocking_queue>(sys_, std::move(q)),
+                           capacity, min_after_dequeue, true});
+  return tag;
+}
+
+std::vector<std::string> input_summaries::tags() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<std::string> result;
+  for (auto& e : entries_)
+    result.push_back(e.tag);
+  return result;
+}
+
+std::vector<std::pair<std::string, float>> input_summaries::values() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<std::pair<std::string, float>> result;
+  for (auto& e : entries_) {
+    auto size = e.queue->size();
+    float value;
+    if (e.over) {
+      // float32(max(0, size - m)) * float32(1 / (c - m))  (IN-12)
+      auto excess = std::max<int32_t>(0, size - e.min_after_dequeue);
+      value =
+          static_cast<float>(excess) *
+          static_cast<float>(1.0 / static_cast<double>(e.capacity - e.min_after_dequeue));
+    } else {
+      // float32(size) * float32(1 / capacity)  (IN-2, IN-10)
+      value = static_cast<float>(size) *
+              static_cast<float>(1.0 / static_cast<double>(e.capacity));
+    }
+    result.emplace_back(e.tag, value);
+  }
+  return result;
+}
+
+void input_summaries::write(summary_writer& writer, int64_t step) {
+  for (auto& [tag, value] : values())
+    writer.scalar(tag, value, step);
+}
+
+} // namespace quern
