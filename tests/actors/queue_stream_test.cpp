@@ -91,10 +91,9 @@ TEST_CASE_METHOD(system_fixture,
 TEST_CASE_METHOD(system_fixture,
                  "stream: a writer after close throws cancelled_error and counts "
                  "consistently",
-                 "[stream][Q-41][!mayfail]") {
-  // Known defect of actors/src/blocking_queue.cpp (not fixed here): once the
-  // writer holds an error, push() throws before counting its row as refused,
-  // so stored() + refused() falls short of the rows pushed.
+                 "[stream][Q-41]") {
+  // Every row pushed is either stored or refused, including the rows whose
+  // push() threw because the writer already held an error.
   auto q = int_fifo(sys, -1);
   blocking_queue b{sys, q};
   auto name = b.spec().resource_name;
@@ -129,8 +128,7 @@ TEST_CASE_METHOD(system_fixture,
 }
 
 TEST_CASE_METHOD(system_fixture, "stream: a push after the writer failed refuses its row",
-                 "[stream][!mayfail]") {
-  // Same known defect as above, made deterministic.
+                 "[stream]") {
   auto q = int_fifo(sys, -1);
   blocking_queue b{sys, q};
   queue_writer w{sys, q, 4};
