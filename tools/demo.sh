@@ -3,7 +3,7 @@
 # Usage: tools/demo.sh BUILD_DIR   (make demo calls it after building)
 set -euo pipefail
 build=${1:-build}
-example=incrementer
+example=csv_pipeline
 logdir=runs/$example
 
 rm -rf "$logdir"

@@ -1,0 +1,180 @@
+// quern's flagship example: the reading-data guide's recommended input
+// pipeline (seed 003) feeding a real training loop.
+//
+//   CSV files (y = 3 x1 - 2 x2 + 1 + noise, a header line each)
+//     -> string_input_producer(files, num_epochs)        a FIFO queue of names
+//     -> --readers reader workers: text_line_reader(skip_header_lines=1)
+//        + decode_csv, each emitting decoded batches (enqueue_many)
+//     -> shuffle_batch_join(batch_size)                  a RandomShuffleQueue
+//     -> linear regression by SGD on each batch, until the epochs run out:
+//        "Done training -- epoch limit reached".
+//
+// Logs `loss` per step and the queues' fill fractions
+// (input_producer/fraction_of_32_full,
+// shuffle_batch_join/fraction_over_<m>_of_<c-m>_full) to runs/csv_pipeline/.
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "csv_data.hpp"
+#include "quern/coordinator.hpp"
+#include "quern/input/batching.hpp"
+#include "quern/input/producers.hpp"
+#include "quern/input/summaries.hpp"
+#include "quern/messages.hpp"
+#include "quern/pipeline.hpp"
+#include "quern/summary/summary_writer.hpp"
+
+namespace po = boost::program_options;
+using namespace quern;
+
+int main(int argc, char** argv) {
+  int files = 4;
+  int64_t rows = 1000;
+  int64_t epochs = 5;
+  int32_t batch_size = 32;
+  int readers = 2;
+  double learning_rate = 0.1;
+  std::string logdir;
+  int64_t seed = 1;
+  int32_t min_after_dequeue = 200;
+  po::options_description desc{
+      "csv_pipeline: the reading-data guide's input pipeline (CSV files -> "
+      "string_input_producer -> readers + decode_csv -> shuffle_batch) training a "
+      "linear regression\nOptions"};
+  desc.add_options()("help,h", "show this help")(
+      "files", po::value<int>(&files)->default_value(files),
+      "CSV files to write and read")(
+      "rows", po::value<int64_t>(&rows)->default_value(rows),
+      "rows per file")("epochs", po::value<int64_t>(&epochs)->default_value(epochs),
+                       "num_epochs of string_input_producer")(
+      "batch-size", po::value<int32_t>(&batch_size)->default_value(batch_size),
+      "examples per training step")(
+      "readers", po::value<int>(&readers)->default_value(readers),
+      "reader workers (threads), one source of shuffle_batch_join each")(
+      "min-after-dequeue",
+      po::value<int32_t>(&min_after_dequeue)->default_value(min_after_dequeue),
+      "shuffle buffer of the RandomShuffleQueue")(
+      "learning-rate", po::value<double>(&learning_rate)->default_value(learning_rate),
+      "SGD step size")(
+      "logdir", po::value<std::string>(&logdir)->default_value("runs/csv_pipeline"),
+      "run directory: the CSV files go to <logdir>/data, the event file to <logdir>")(
+      "seed", po::value<int64_t>(&seed)->default_value(seed),
+      "seed of the data, the file order and the shuffle queue (0: random order)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::cerr << "csv_pipeline: " << e.what() << "\n\n" << desc << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (files <= 0 || rows <= 0 || epochs <= 0 || batch_size <= 0 || readers <= 0 ||
+      min_after_dequeue < 0 || !(learning_rate > 0)) {
+    std::cerr << "csv_pipeline: --files, --rows, --epochs, --batch-size, --readers and "
+                 "--learning-rate must be positive, --min-after-dequeue non-negative\n";
+    return 2;
+  }
+  try {
+    std::filesystem::create_directories(logdir + "/data");
+    auto paths = examples::write_csv_files(logdir + "/data", files, rows,
+                                           static_cast<uint64_t>(seed == 0 ? 1 : seed));
+    std::cout << "wrote " << files << " CSV files of " << rows << " rows to " << logdir
+              << "/data\n";
+
+    quern::config cfg;
+    caf::actor_system sys{cfg};
+    summary_writer writer{sys, logdir};
+    pipeline pipe{sys};
+    input_summaries summaries{sys};
+
+    // filename_queue = tf.train.string_input_producer(files, num_epochs=...)
+    producer_options po;
+    po.num_epochs = epochs;
+    po.seed = seed;
+    po.summaries = &summaries;
+    auto filename_queue = string_input_producer(pipe, paths, po);
+
+    // One reader per thread, batches joined and shuffled (shuffle_batch_join).
+    std::vector<example_source> sources;
+    for (int r = 0; r < readers; ++r)
+      sources.push_back(examples::csv_reader_source(sys, filename_queue, batch_size));
+    batch_options bo;
+    examples::set_csv_signature(bo);
+    bo.batch_size = batch_size;
+    bo.min_after_dequeue = min_after_dequeue;
+    bo.capacity = min_after_dequeue + (readers + 2) * batch_size; // IN-15
+    bo.seed = seed;
+    bo.summaries = &summaries;
+    auto examples_batch = shuffle_batch_join(pipe, std::move(sources), bo);
+
+    // The model: y = w1 x1 + w2 x2 + b, trained by SGD on mean squared error.
+    double w1 = 0, w2 = 0, b = 0;
+    coordinator coord{sys};
+    auto threads = pipe.start_queue_runners(coord);
+    auto in = pipe.make_consumer(examples_batch.queue);
+    int64_t step = 0;
+    double loss = 0;
+    try {
+      while (!coord.should_stop()) {
+        auto batch = examples_batch.next(in); // sess.run(train_op)
+        auto x1 = batch[0].values<float>();
+        auto x2 = batch[1].values<float>();
+        auto y = batch[2].values<float>();
+        auto n = static_cast<double>(y.size());
+        double g1 = 0, g2 = 0, gb = 0;
+        loss = 0;
+        for (size_t i = 0; i < y.size(); ++i) {
+          double err = w1 * x1[i] + w2 * x2[i] + b - y[i];
+          loss += err * err;
+          g1 += err * x1[i];
+          g2 += err * x2[i];
+          gb += err;
+        }
+        loss /= n;
+        w1 -= learning_rate * 2 * g1 / n;
+        w2 -= learning_rate * 2 * g2 / n;
+        b -= learning_rate * 2 * gb / n;
+        writer.scalar("loss", loss, step);
+        summaries.write(writer, step);
+        if (step % 100 == 0)
+          std::cout << "step " << std::setw(5) << step << "  loss " << loss << "\n";
+        ++step;
+      }
+    } catch (const out_of_range_error&) {
+      std::cout << "Done training -- epoch limit reached\n";
+    } catch (const std::exception& e) {
+      coord.request_stop(e);
+    }
+    // finally: When done, ask the threads to stop.
+    coord.request_stop();
+    // Wait for threads to finish (rethrows a worker's error).
+    coord.join(threads);
+    writer.scalar("weights/w1", w1, step);
+    writer.scalar("weights/w2", w2, step);
+    writer.scalar("weights/b", b, step);
+    writer.close();
+    std::cout << std::fixed << std::setprecision(3) << "trained " << step << " steps of "
+              << batch_size << ", last loss " << loss << "\nlearned w1 = " << w1
+              << ", w2 = " << w2 << ", b = " << b << "   (true: 3, -2, 1)\n"
+              << "scalars logged to " << logdir << "\n"
+              << "look at them with:  quern-board inspect " << logdir
+              << "   or:  tensorboard --logdir " << logdir << "\n";
+  } catch (const op_error& e) {
+    std::cerr << "csv_pipeline: " << error_code_name(e.code()) << ": " << e.what()
+              << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "csv_pipeline: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
