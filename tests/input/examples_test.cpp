@@ -114,3 +114,20 @@ TEST_CASE("examples: --help and bad arguments", "[examples]") {
     CHECK(bad.output.find(name) != std::string::npos);
   }
 }
+
+TEST_CASE("example five_groups (seed 000): per-group losses and the mean per step",
+          "[examples][seed]") {
+  auto bin = example_binary("five_groups");
+  QUERN_REQUIRE_EXAMPLE(bin);
+  quern::test::temp_dir dir;
+  auto r = run(bin + " --steps 12 --seed 5 --logdir " + dir.path());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("loss: ") != std::string::npos);
+  CHECK(r.output.find(", mean loss: ") != std::string::npos);
+  auto tags = scalars_in(dir.path());
+  for (int i = 0; i < 5; ++i)
+    CHECK(tags["thread_" + std::to_string(i) + "/loss"] == range(12));
+  CHECK(tags["mean_loss"] == range(12));
+  CHECK(tags["loss"] == range(12));
+}
