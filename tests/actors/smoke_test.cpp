@@ -12,7 +12,8 @@ TEST_CASE_METHOD(system_fixture, "smoke: probe sees blocking and answers in orde
   p.enqueue(i64(5));
   auto first = p.next();
   auto second = p.next();
-  // The dequeue completes inside the enqueue's flush, before the enqueue's reply.
+  // One flush serves the enqueue first, then the waiting dequeue: the
+  // enqueue's reply comes before the dequeued element.
   CHECK(value_of(second.elem()) == 5);
   CHECK(first.count() == 1);
   p.close();
