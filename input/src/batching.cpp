@@ -1,8 +1,10 @@
 #include "quern/input/batching.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
+#include "quern/blocking_queue.hpp"
 #include "quern/error.hpp"
 #include "quern/input/summaries.hpp"
 #include "quern/queue.hpp"
@@ -91,6 +93,43 @@ enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
   if (op.name.empty())
     op.name = std::move(name);
   return op;
+}
+
+enqueue_op direct_batch_op(caf::actor_system& sys, queue_actor target, example_fn fn,
+                           keep_fn keep, size_t window, std::string name) {
+  struct state {
+    std::unique_ptr<queue_writer> writer;
+  };
+  auto st = std::make_shared<state>();
+  auto* system = &sys;
+  return blocking_op(
+      [st, system, target, fn, keep, window](blocking_run&) {
+        if (!st->writer) // created in the worker's own thread, used only there
+          st->writer = std::make_unique<queue_writer>(*system, target, window);
+        element batch;
+        try {
+          batch = fn();
+        } catch (const op_error& e) {
+          if (e.code() == error_code::out_of_range)
+            st->writer->flush(); // every row stored before the runner closes
+          throw;
+        }
+        if (keep) {
+          std::vector<element> rows;
+          auto n = batch.batch_size();
+          for (int64_t i = 0; i < n; ++i) {
+            auto row = batch.row(i);
+            if (keep(row))
+              rows.push_back(std::move(row));
+          }
+          if (rows.empty())
+            return;
+          batch = stack_elements(rows);
+        }
+        if (batch.batch_size() > 0)
+          st->writer->push_batch(std::move(batch));
+      },
+      std::move(name));
 }
 
 element batched::next(consumer& in) const {

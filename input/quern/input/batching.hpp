@@ -54,6 +54,9 @@ public:
   /// results are batches; keep: maybe_batch's filter).
   enqueue_op make_op(bool enqueue_many, const keep_fn& keep, std::string name) const;
 
+  /// The blocking function of this source (empty for the other kinds).
+  const example_fn& function() const noexcept { return fn_; }
+
 private:
   example_source() = default;
   example_fn fn_;
@@ -88,6 +91,16 @@ struct batch_options {
   /// Where the fill-fraction summary is registered (optional).
   input_summaries* summaries = nullptr;
 };
+
+/// The fast path of batching helpers for blocking sources with
+/// enqueue_many: each result is pushed to `target` as one batch
+/// (queue_writer::push_batch, a window of `window` rows in flight) instead
+/// of being split into rows by the worker; the worker's runs emit nothing.
+/// At the end of the input (out_of_range_error from `fn`) the pushes are
+/// flushed before the worker ends, so the runner closes the queue after
+/// every row is stored.
+enqueue_op direct_batch_op(caf::actor_system& sys, queue_actor target, example_fn fn,
+                           keep_fn keep, size_t window, std::string name);
 
 /// What a batching helper returns.
 struct batched {
