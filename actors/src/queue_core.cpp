@@ -167,6 +167,20 @@ element row_list::pop_front() {
   return e;
 }
 
+std::vector<element> row_list::take_elements() {
+  std::vector<element> out;
+  out.reserve(static_cast<size_t>(size_));
+  for (auto& r : runs_) {
+    if (!r.batched)
+      out.push_back(std::move(r.data));
+    else
+      for (int64_t i = 0; i < r.count; ++i)
+        out.push_back(r.row(i));
+  }
+  clear();
+  return out;
+}
+
 std::vector<element> row_list::elements() const {
   std::vector<element> out;
   out.reserve(static_cast<size_t>(size_));
@@ -290,9 +304,7 @@ queue_core::progress queue_core::serve(enqueue_attempt& a) {
   auto room = capacity - static_cast<int64_t>(storage_->size());
   auto k = std::min(a.rows.size(), std::max<int64_t>(room, 0));
   if (k > 0) {
-    row_list part;
-    a.rows.move_front(k, part);
-    storage_->push(std::move(part));
+    storage_->push(a.rows, k);
     a.stored += k;
   }
   if (a.rows.empty()) {
@@ -342,7 +354,7 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
     if (a.what == dequeue_attempt::op::pull_batch)
       a.done.deliver_batch(self_, make_batch(rows), caf::none);
     else
-      a.done.deliver_rows(self_, rows.elements(), caf::none);
+      a.done.deliver_rows(self_, rows.take_elements(), caf::none);
     return progress::complete;
   }
   if (closed_) {

@@ -60,6 +60,9 @@ public:
   element pop_front();
   /// Every row as an element (views of batches, no copy of values).
   std::vector<element> elements() const;
+  /// The same, moving single rows out instead of copying them; leaves the
+  /// list empty.
+  std::vector<element> take_elements();
   void clear() {
     runs_.clear();
     size_ = 0;
@@ -75,8 +78,9 @@ class queue_storage {
 public:
   virtual ~queue_storage() = default;
   virtual size_t size() const = 0;
-  /// Stores `rows` (FIFO: appended as runs; others split them into rows).
-  virtual void push(row_list&& rows) = 0;
+  /// Stores the first `n` rows of `from` (n <= from.size()), moving them
+  /// out of it (FIFO: as runs; others split them into rows).
+  virtual void push(row_list& from, int64_t n) = 0;
   /// Moves the next `n` rows to hand out (FIFO: oldest, shuffle: random,
   /// priority: smallest first) to the end of `out`. Requires n <= size().
   virtual void take(size_t n, row_list& out) = 0;

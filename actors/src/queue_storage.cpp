@@ -11,7 +11,7 @@ namespace {
 class fifo_storage : public queue_storage {
 public:
   size_t size() const override { return static_cast<size_t>(rows_.size()); }
-  void push(row_list&& rows) override { rows_.append(std::move(rows)); }
+  void push(row_list& from, int64_t n) override { from.move_front(n, rows_); }
   void take(size_t n, row_list& out) override {
     rows_.move_front(static_cast<int64_t>(n), out);
   }
@@ -24,15 +24,15 @@ private:
 /// Kinds that pick rows one by one store single rows.
 class row_storage : public queue_storage {
 public:
-  void push(row_list&& rows) override {
-    while (!rows.empty())
-      push_row(rows.pop_front());
+  void push(row_list& from, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i)
+      push_row(from.pop_front());
   }
   void take(size_t n, row_list& out) override {
     for (size_t i = 0; i < n; ++i)
       out.push_back(pop());
   }
-  void put_back(row_list&& rows) override { push(std::move(rows)); }
+  void put_back(row_list&& rows) override { push(rows, rows.size()); }
 
 protected:
   virtual void push_row(element e) = 0;
