@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
                                 "capacity of both queues")(
       "batch,b", po::value<int32_t>(&p.batch)->default_value(100),
       "rows per enqueue_many / dequeue_up_to in the batch scenario")(
-      "window,w", po::value<size_t>(&p.window)->default_value(256),
+      "window,w", po::value<size_t>(&p.window)->default_value(1024),
       "credit window of the streaming clients")(
       "repeat,r", po::value<int>(&repeat)->default_value(3),
       "runs per figure (the median is printed)")(

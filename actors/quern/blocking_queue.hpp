@@ -53,7 +53,7 @@ private:
 /// flush() to wait and to learn errors.
 class queue_writer {
 public:
-  queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 256);
+  queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 1024);
   ~queue_writer();
   queue_writer(const queue_writer&) = delete;
   queue_writer& operator=(const queue_writer&) = delete;
@@ -99,7 +99,7 @@ private:
 /// destroyed, so none is ever lost.
 class queue_reader {
 public:
-  queue_reader(caf::actor_system& sys, queue_actor q, size_t window = 256);
+  queue_reader(caf::actor_system& sys, queue_actor q, size_t window = 1024);
   ~queue_reader();
   queue_reader(const queue_reader&) = delete;
   queue_reader& operator=(const queue_reader&) = delete;

@@ -85,7 +85,7 @@ queue_spec blocking_queue::spec() {
 // At most this many pushes are in flight: one being served, one filling up
 // behind it. Rows pushed meanwhile gather in pending_ and travel together, so
 // the message count falls as the load rises.
-constexpr size_t max_pushes_in_flight = 1;
+constexpr size_t max_pushes_in_flight = 2;
 
 queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
     : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 1)) {
@@ -200,7 +200,7 @@ void queue_writer::flush() {
 
 // Up to two pulls stay granted, each for half the window: one may be
 // answered while the other waits at the queue.
-constexpr size_t max_pulls_outstanding = 2;
+constexpr size_t max_pulls_outstanding = 4;
 
 queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
     : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 2)) {
@@ -272,6 +272,10 @@ std::optional<element> queue_reader::try_pull() {
 
 // -- batch_reader -----------------------------------------------------------------
 
+// Batches received or granted at a time. Each answer is a whole batch, so
+// more of them in flight means fewer waits per row on both sides.
+constexpr size_t max_batch_pulls_outstanding = 16;
+
 batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size)
     : self_(sys), queue_(std::move(q)), batch_size_(batch_size) {
   require_valid(queue_, "batch_reader");
@@ -298,7 +302,7 @@ batch_reader::~batch_reader() {
 }
 
 void batch_reader::grant() {
-  while (!end_ && outstanding_pulls_ + batches_.size() < max_pulls_outstanding) {
+  while (!end_ && outstanding_pulls_ + batches_.size() < max_batch_pulls_outstanding) {
     self_->send(queue_, pull_batch_atom::value, batch_size_);
     ++outstanding_pulls_;
   }
