@@ -131,3 +131,23 @@ TEST_CASE("example five_groups (seed 000): per-group losses and the mean per ste
   CHECK(tags["mean_loss"] == range(12));
   CHECK(tags["loss"] == range(12));
 }
+
+TEST_CASE("example queue_runner_training (seeds 001/002): the loop and its error path",
+          "[examples][seed]") {
+  auto bin = example_binary("queue_runner_training");
+  QUERN_REQUIRE_EXAMPLE(bin);
+  quern::test::temp_dir dir;
+  auto r = run(bin + " --steps 20 --logdir " + dir.path() + "/ok");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  auto tags = scalars_in(dir.path() + "/ok");
+  CHECK(tags["loss"] == range(20));
+  CHECK(tags["accuracy"] == range(20));
+  CHECK(tags["queue/size"] == range(20));
+  // A worker's error reaches the coordinator: the loop stops and join throws it.
+  auto failed =
+      run(bin + " --steps 100000 --fail-at 10 --logdir " + dir.path() + "/fail");
+  INFO(failed.output);
+  CHECK(failed.status == 1);
+  CHECK(failed.output.find("worker 0 failed on purpose") != std::string::npos);
+}
