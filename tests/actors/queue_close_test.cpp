@@ -111,7 +111,7 @@ TEST_CASE_METHOD(system_fixture,
 }
 
 TEST_CASE_METHOD(system_fixture,
-                 "Q-42 a close releases pending dequeues; stored elements stay",
+                 "Q-42 a close releases pending dequeues, stored elements stay",
                  "[Q-42]") {
   auto q = int_fifo(sys, 10);
   probe c1{sys, q};

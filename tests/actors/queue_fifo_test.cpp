@@ -325,7 +325,7 @@ TEST_CASE_METHOD(system_fixture, "Q-30 dequeue waits, then fails once closed and
                   "size 0)");
 }
 
-TEST_CASE_METHOD(system_fixture, "Q-31 negative n is refused; n == 0 gives [0]+shape",
+TEST_CASE_METHOD(system_fixture, "Q-31 negative n is refused, n == 0 gives [0]+shape",
                  "[Q-31]") {
   auto q = spawn_fifo_queue(sys, 4, {dtype::float32, dtype::int64},
                             {tensor_shape{2, 3}, tensor_shape{}}, "q");

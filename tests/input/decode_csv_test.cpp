@@ -71,7 +71,7 @@ TEST_CASE("CSV-1 a single record gives scalars", "[CSV-1]") {
   CHECK(none[0].shape() == tensor_shape{0});
 }
 
-TEST_CASE("CSV-1 defaults have 0 or 1 elements; field_delim is one char", "[CSV-1]") {
+TEST_CASE("CSV-1 defaults have 0 or 1 elements, field_delim is one char", "[CSV-1]") {
   CHECK(csv_error([] {
           decode_csv("1,2", {def<int32_t>(0), tensor::vector<int32_t>({1, 2})});
         }) == "There should only be 1 default per field but field 1 has 2");

@@ -146,7 +146,7 @@ TEST_CASE("SW-10 SW-12 file name and first record", "[SW-10][SW-12][writer]") {
   }
 }
 
-TEST_CASE("SW-11 no event and no suffix: no file; a suffix creates the file at once",
+TEST_CASE("SW-11 no event and no suffix: no file, a suffix creates the file at once",
           "[SW-11][writer]") {
   config cfg;
   caf::actor_system sys{cfg};

@@ -20,7 +20,7 @@ queue_options opts(int32_t capacity, std::vector<dtype> dtypes,
 
 } // namespace
 
-TEST_CASE("Q-2 capacity -1 is unbounded; 0 and other negatives are refused", "[Q-2]") {
+TEST_CASE("Q-2 capacity -1 is unbounded, 0 and other negatives are refused", "[Q-2]") {
   CHECK(make_queue_spec(queue_kind::fifo, opts(-1, {dtype::int32})).capacity ==
         std::numeric_limits<int32_t>::max());
   CHECK_THROWS_WITH(make_queue_spec(queue_kind::fifo, opts(0, {dtype::int32})),
