@@ -67,7 +67,8 @@ int64_t plain_loop(const std::vector<std::string>& files, int64_t read_batch,
 
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,
                        int readers, int32_t batch_size, int64_t read_batch,
-                       int32_t min_after_dequeue, bool fifo, double& checksum) {
+                       int32_t min_after_dequeue, bool fifo, bool stream,
+                       double& checksum) {
   pipeline pipe{sys};
   producer_options po;
   po.num_epochs = 1;
@@ -87,10 +88,13 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   coordinator coord{sys};
   auto threads = pipe.start_queue_runners(coord);
   auto in = pipe.make_consumer(b.queue);
+  std::unique_ptr<batch_reader> streamed;
+  if (stream)
+    streamed = std::make_unique<batch_reader>(sys, b.queue, batch_size);
   int64_t n = 0;
   try {
     for (;;) {
-      auto batch = b.next(in);
+      auto batch = stream ? streamed->pull() : b.next(in);
       auto y = batch[2].values<float>();
       for (auto v : y)
         checksum += v;
@@ -113,6 +117,7 @@ int main(int argc, char** argv) {
   int64_t read_batch = 1024;
   int32_t min_after_dequeue = 1000;
   bool fifo = false;
+  bool stream = false;
   po::options_description desc{
       "bench_reading_pipeline: CSV files -> readers -> decode_csv -> shuffle_batch "
       "through "
@@ -129,7 +134,10 @@ int main(int argc, char** argv) {
       "min-after-dequeue",
       po::value<int32_t>(&min_after_dequeue)->default_value(min_after_dequeue),
       "shuffle buffer")("fifo", po::bool_switch(&fifo),
-                        "batch_join (a FIFO queue) instead of shuffle_batch_join");
+                        "batch_join (a FIFO queue) instead of shuffle_batch_join")(
+      "stream", po::bool_switch(&stream),
+      "consume with a streaming batch_reader (batches of 1..batch-size rows) instead of "
+      "dequeue_many");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -155,8 +163,8 @@ int main(int argc, char** argv) {
   }
   int rc = 0;
   try {
-    // About 29 bytes per row.
-    auto rows = static_cast<int64_t>(megabytes * 1e6 / 29.0 / files_n) + 1;
+    // About 28 bytes per row.
+    auto rows = static_cast<int64_t>(megabytes * 1e6 / 28.0 / files_n) + 1;
     uint64_t bytes = 0;
     auto t0 = clock_type::now();
     auto files = examples::write_csv_files(dir, files_n, rows, 1, &bytes);
@@ -177,7 +185,7 @@ int main(int argc, char** argv) {
     double sum_quern = 0;
     t0 = clock_type::now();
     auto n_quern = quern_pipeline(sys, files, readers, batch_size, read_batch,
-                                  min_after_dequeue, fifo, sum_quern);
+                                  min_after_dequeue, fifo, stream, sum_quern);
     auto s_quern = seconds_since(t0);
 
     auto rate_plain = n_plain / s_plain;
