@@ -386,3 +386,48 @@ TEST_CASE("IN-10 IN-12 IN-16 summary tags and values", "[IN-10][IN-12][IN-16]") 
   CHECK(values[2].first == "shuffle_batch/fraction_over_10_of_22_full");
   CHECK(values[2].second == static_cast<float>(5) * static_cast<float>(1.0 / 22));
 }
+
+TEST_CASE("IN-10 batch: enqueue_many from an upstream queue (dequeue_up_to per run)",
+          "[IN-10]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  coordinator coord{sys};
+  producer_options po;
+  po.num_epochs = 2;
+  po.seed = 17;
+  auto indices = range_input_producer(pipe, 45, po);
+  auto opts = int_batch(10);
+  opts.enqueue_many = true;
+  opts.num_threads = 2;
+  opts.allow_smaller_final_batch = true;
+  auto b = batch(pipe, example_source::dequeue_from(indices, 6), opts);
+  auto threads = pipe.start_queue_runners(coord);
+  auto d = drain(pipe, b);
+  coord.request_stop();
+  CHECK_NOTHROW(coord.join(threads));
+  check_each(d, 45, 2);
+  CHECK(d.batch_sizes.back() == 90 % 10 + (90 % 10 == 0 ? 10 : 0));
+}
+
+TEST_CASE("IN-12 shuffle_batch: a stop ends endless blocking sources cleanly",
+          "[IN-12][QR-8]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  coordinator coord{sys};
+  example_fn endless = [] { return element{tensor::vector<int32_t>({1, 2, 3, 4})}; };
+  auto opts = int_batch(8);
+  opts.enqueue_many = true;
+  opts.num_threads = 3;
+  opts.capacity = 40;
+  opts.min_after_dequeue = 16;
+  auto b = shuffle_batch(pipe, endless, opts);
+  auto threads = pipe.start_queue_runners(coord);
+  auto in = pipe.make_consumer(b.queue);
+  for (int i = 0; i < 50; ++i)
+    CHECK(b.next(in).batch_size() == 8);
+  coord.request_stop();
+  CHECK_NOTHROW(coord.join(threads));
+  CHECK_FALSE(coord.status().error);
+}
