@@ -22,7 +22,7 @@ TEST_CASE("RD-4 text lines: one record per line, keys are 1-based physical lines
   CHECK(values_of(rs) == strings{"first", "second"});
 }
 
-TEST_CASE("RD-4 text lines: \\r\\n endings, a last line without newline, empty lines",
+TEST_CASE("RD-4 text lines: CRLF endings, a last line without newline, empty lines",
           "[RD-4]") {
   temp_dir dir;
   SECTION("CRLF: the \\r before \\n is stripped, a \\r inside a line stays") {
