@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   params p;
   int repeat = 3;
   std::string only;
+  std::string scheduler;
   po::options_description desc{"bench_queue_throughput: a FIFO queue actor against a "
                                "mutex + condition-variable queue, same process\nOptions"};
   desc.add_options()("help,h", "show this help")(
@@ -175,7 +176,9 @@ int main(int argc, char** argv) {
       "repeat,r", po::value<int>(&repeat)->default_value(3),
       "runs per figure (the median is printed)")(
       "only", po::value<std::string>(&only)->default_value(""),
-      "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"");
+      "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"")(
+      "scheduler", po::value<std::string>(&scheduler)->default_value(""),
+      "CAF scheduler policy: stealing or sharing (default: quern::config's)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -195,6 +198,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   quern::config cfg;
+  if (!scheduler.empty())
+    cfg.set("scheduler.policy", caf::atom_from_string(scheduler));
   caf::actor_system sys{cfg};
   std::printf("%-28s %14s %14s %8s\n", "scenario", "actor elem/s", "mutex elem/s",
               "ratio");

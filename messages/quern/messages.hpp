@@ -9,7 +9,8 @@ namespace quern {
 /// every actor_system_config that runs quern actors; quern::config does.
 void add_message_types(caf::actor_system_config& cfg);
 
-/// An actor_system_config with quern's types and error category registered.
+/// An actor_system_config with quern's types and error category registered,
+/// and CAF's work-sharing scheduler as default policy (see messages.cpp).
 class config : public caf::actor_system_config {
 public:
   config();

@@ -41,6 +41,14 @@ void add_message_types(caf::actor_system_config& cfg) {
 
 config::config() {
   quern::add_message_types(*this);
+  // CAF's default work-stealing workers poll for work with sleeps (50 us,
+  // then 10 ms) once idle, and every wake-up of a queue that serves blocking
+  // clients pays that latency. The work-sharing policy wakes a worker through
+  // a condition variable instead. Measured with bench_queue_throughput on 2
+  // cores: batches of 100 P=C=1 about 16-18M elements/s against about 10M/s
+  // (3.4x-4.2x against 1.7x-2.2x the mutex queue). Users may still choose
+  // `scheduler.policy` themselves (config file or command line).
+  set("scheduler.policy", caf::atom("sharing"));
 }
 
 } // namespace quern
