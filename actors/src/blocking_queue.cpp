@@ -33,6 +33,29 @@ caf::error queue_gone() {
   return make_error(error_code::unavailable, "the queue actor terminated");
 }
 
+// The readers' shared bookkeeping of an answer's error: the first error
+// other than a withdrawn pull (cancelled) ends the data.
+void note_end(caf::error& end, caf::error& err) {
+  if (err && !is(err, error_code::cancelled) && !end)
+    end = std::move(err);
+}
+
+// The queue went down: nothing still granted will be answered.
+void note_queue_down(caf::error& end, bool& queue_down, size_t& outstanding) {
+  queue_down = true;
+  outstanding = 0;
+  if (!end)
+    end = queue_gone();
+}
+
+// A reader with nothing buffered and an end recorded: false for the normal
+// end of data (out_of_range), the error thrown otherwise.
+bool more_after(const caf::error& end) {
+  if (is(end, error_code::out_of_range))
+    return false;
+  throw_error(end);
+}
+
 } // namespace
 
 // -- blocking_queue -------------------------------------------------------------
@@ -198,8 +221,8 @@ void queue_writer::flush() {
 
 // -- queue_reader -----------------------------------------------------------------
 
-// Up to two pulls stay granted, each for half the window: one may be
-// answered while the other waits at the queue.
+// Up to four pulls stay granted, each for a quarter of the window: some are
+// answered while the others wait at the queue.
 constexpr size_t max_pulls_outstanding = 4;
 
 queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
@@ -240,25 +263,15 @@ void queue_reader::await_one() {
         --outstanding_pulls_;
         for (auto& r : rows)
           buffer_.push_back(std::move(r));
-        // A withdrawn pull (cancelled) is no end of data.
-        if (err && !is(err, error_code::cancelled) && !end_)
-          end_ = std::move(err);
+        note_end(end_, err);
       },
-      [&](caf::down_msg&) {
-        queue_down_ = true;
-        outstanding_pulls_ = 0;
-        if (!end_)
-          end_ = queue_gone();
-      });
+      [&](caf::down_msg&) { note_queue_down(end_, queue_down_, outstanding_pulls_); });
 }
 
 std::optional<element> queue_reader::try_pull() {
   while (buffer_.empty()) {
-    if (end_) {
-      if (is(end_, error_code::out_of_range))
-        return std::nullopt;
-      throw_error(end_);
-    }
+    if (end_ && !more_after(end_))
+      return std::nullopt;
     grant();
     await_one();
   }
@@ -314,24 +327,15 @@ void batch_reader::await_one() {
         --outstanding_pulls_;
         if (!err)
           batches_.push_back(std::move(batch));
-        else if (!is(err, error_code::cancelled) && !end_)
-          end_ = std::move(err);
+        note_end(end_, err);
       },
-      [&](caf::down_msg&) {
-        queue_down_ = true;
-        outstanding_pulls_ = 0;
-        if (!end_)
-          end_ = queue_gone();
-      });
+      [&](caf::down_msg&) { note_queue_down(end_, queue_down_, outstanding_pulls_); });
 }
 
 std::optional<element> batch_reader::try_pull() {
   while (batches_.empty()) {
-    if (end_) {
-      if (is(end_, error_code::out_of_range))
-        return std::nullopt;
-      throw_error(end_);
-    }
+    if (end_ && !more_after(end_))
+      return std::nullopt;
     grant();
     await_one();
   }
