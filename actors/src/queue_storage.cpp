@@ -44,34 +44,136 @@ protected:
 /// (seed, seed2) when either is non-zero, else from the OS. quern uses
 /// std::mt19937_64, not Philox: the order is reproducible for a seed pair,
 /// not bit-identical to TensorFlow's.
-class shuffle_storage : public row_storage {
+///
+/// Pushed runs stay whole ("chunks"); the queue indexes their rows, so an
+/// enqueue_many of 1,000 rows costs 1,000 small index entries and no row
+/// objects. With fully defined shapes, the rows picked by one take() are
+/// gathered into one new batch: one allocation per component and one copy
+/// per row, whatever the number of rows. A chunk is released when its last
+/// row is taken.
+class shuffle_storage : public queue_storage {
 public:
-  shuffle_storage(int64_t seed, int64_t seed2) {
-    if (seed == 0 && seed2 == 0) {
+  explicit shuffle_storage(const queue_spec& spec)
+      : dtypes_(spec.dtypes), shapes_(spec.shapes), gather_(spec.shapes_specified()) {
+    if (spec.seed == 0 && spec.seed2 == 0) {
       std::random_device rd;
       std::seed_seq seq{rd(), rd(), rd(), rd()};
       rng_.seed(seq);
     } else {
-      std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                        static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)};
+      std::seed_seq seq{
+          static_cast<uint32_t>(spec.seed), static_cast<uint32_t>(spec.seed >> 32),
+          static_cast<uint32_t>(spec.seed2), static_cast<uint32_t>(spec.seed2 >> 32)};
       rng_.seed(seq);
     }
   }
-  size_t size() const override { return elems_.size(); }
 
-protected:
-  void push_row(element e) override { elems_.push_back(std::move(e)); }
-  element pop() override {
-    auto i = static_cast<size_t>(rng_() % elems_.size());
-    auto e = std::move(elems_[i]);
-    if (i + 1 != elems_.size())
-      elems_[i] = std::move(elems_.back());
-    elems_.pop_back();
-    return e;
+  size_t size() const override { return refs_.size(); }
+
+  void push(row_list& from, int64_t n) override {
+    row_list taken;
+    from.move_front(n, taken);
+    for (auto& r : taken.runs()) {
+      auto c = new_chunk(r);
+      for (int64_t i = 0; i < r.count; ++i)
+        refs_.push_back(row_ref{c, r.begin + i});
+    }
   }
 
+  void take(size_t n, row_list& out) override {
+    picks_.clear();
+    picks_.reserve(n);
+    for (size_t k = 0; k < n; ++k) {
+      // Lemire's multiply-shift: a uniform index without a division.
+      auto i = static_cast<size_t>(
+          (static_cast<unsigned __int128>(rng_()) * refs_.size()) >> 64);
+      picks_.push_back(refs_[i]);
+      if (i + 1 != refs_.size())
+        refs_[i] = refs_.back();
+      refs_.pop_back();
+    }
+    if (gather_ && n > 1) {
+      // The picks come from a few chunks: number them as gather sources.
+      sources_.clear();
+      gather_picks_.clear();
+      gather_picks_.reserve(n);
+      slot_of_chunk_.resize(chunks_.size(), no_slot);
+      for (auto& p : picks_) {
+        auto& slot = slot_of_chunk_[p.chunk];
+        if (slot == no_slot) {
+          slot = static_cast<uint32_t>(sources_.size());
+          sources_.push_back(p.chunk);
+        }
+        gather_picks_.push_back(tensor::gather_pick{slot, p.row});
+      }
+      element batch;
+      batch.components.reserve(dtypes_.size());
+      std::vector<tensor::rows_part> parts(sources_.size());
+      for (size_t c = 0; c < dtypes_.size(); ++c) {
+        for (size_t s = 0; s < sources_.size(); ++s) {
+          const auto& ch = chunks_[sources_[s]];
+          parts[s] = tensor::rows_part{&ch.data.components[c], ch.batched};
+        }
+        batch.components.push_back(
+            tensor::gather_rows(parts, gather_picks_, dtypes_[c], shapes_[c]));
+      }
+      for (auto c : sources_)
+        slot_of_chunk_[c] = no_slot;
+      out.push_back(row_run::batch(std::move(batch), static_cast<int64_t>(n)));
+    } else {
+      for (auto& p : picks_) {
+        const auto& ch = chunks_[p.chunk];
+        out.push_back(ch.batched ? ch.data.row(p.row) : ch.data);
+      }
+    }
+    for (auto& p : picks_)
+      release_row(p.chunk);
+  }
+
+  void put_back(row_list&& rows) override { push(rows, rows.size()); }
+
 private:
-  std::vector<element> elems_;
+  struct chunk {
+    element data;
+    bool batched = false;
+    int64_t live = 0; // rows of this chunk still in the queue
+  };
+  struct row_ref {
+    uint32_t chunk;
+    int64_t row;
+  };
+
+  uint32_t new_chunk(const row_run& r) {
+    uint32_t c;
+    if (!free_.empty()) {
+      c = free_.back();
+      free_.pop_back();
+    } else {
+      c = static_cast<uint32_t>(chunks_.size());
+      chunks_.emplace_back();
+    }
+    chunks_[c] = chunk{r.data, r.batched, r.count};
+    return c;
+  }
+
+  void release_row(uint32_t c) {
+    if (--chunks_[c].live == 0) {
+      chunks_[c].data = element{}; // frees the batch's buffers
+      free_.push_back(c);
+    }
+  }
+
+  std::vector<dtype> dtypes_;
+  std::vector<tensor_shape> shapes_;
+  bool gather_;
+  std::vector<chunk> chunks_;
+  std::vector<uint32_t> free_;
+  std::vector<row_ref> refs_;
+  std::vector<row_ref> picks_;
+  // Scratch of take(): the chunks picked from, numbered as gather sources.
+  static constexpr uint32_t no_slot = ~uint32_t{0};
+  std::vector<uint32_t> slot_of_chunk_;
+  std::vector<uint32_t> sources_;
+  std::vector<tensor::gather_pick> gather_picks_;
   std::mt19937_64 rng_;
 };
 
@@ -106,7 +208,7 @@ private:
 std::unique_ptr<queue_storage> make_storage(const queue_spec& spec) {
   switch (spec.kind) {
   case queue_kind::random_shuffle:
-    return std::make_unique<shuffle_storage>(spec.seed, spec.seed2);
+    return std::make_unique<shuffle_storage>(spec);
   case queue_kind::priority:
     return std::make_unique<priority_storage>();
   case queue_kind::fifo:

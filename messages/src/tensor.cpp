@@ -1,6 +1,8 @@
 #include "quern/tensor.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <type_traits>
 
 namespace quern {
 
@@ -207,6 +209,84 @@ tensor tensor::concat_rows(const std::vector<rows_part>& parts, dtype type,
         std::memcpy(out, p.t->raw(), bytes);
       out += bytes;
     }
+  }
+  return tensor(type, std::move(shape), std::move(buf), 0);
+}
+
+tensor tensor::gather_rows(const std::vector<rows_part>& sources,
+                           const std::vector<gather_pick>& picks, dtype type,
+                           const tensor_shape& row_shape) {
+  auto n = static_cast<int64_t>(picks.size());
+  auto shape = row_shape.with_leading(n);
+  const auto& want = row_shape.dims();
+  std::vector<int64_t> rows(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const auto& t = *sources[s].t;
+    const auto& have = t.shape_.dims();
+    size_t skip = sources[s].batched ? 1 : 0;
+    bool same_shape = have.size() == want.size() + skip &&
+                      std::equal(want.begin(), want.end(), have.begin() + skip);
+    if (t.type_ != type || !same_shape)
+      throw invalid_argument_error(
+          "cannot gather: source " + std::to_string(s) + " is " + dtype_name(t.type_) +
+          t.shape_.to_string() + (skip ? " with rows of " : " as one row of ") +
+          "a different shape or dtype than " + dtype_name(type) + row_shape.to_string());
+    rows[s] = skip ? have[0] : 1;
+  }
+  for (size_t i = 0; i < picks.size(); ++i) {
+    const auto& p = picks[i];
+    if (p.source >= sources.size())
+      throw invalid_argument_error("cannot gather: pick " + std::to_string(i) +
+                                   " names source " + std::to_string(p.source) + " of " +
+                                   std::to_string(sources.size()));
+    if (sources[p.source].batched && (p.row < 0 || p.row >= rows[p.source]))
+      throw invalid_argument_error("cannot gather: row " + std::to_string(p.row) +
+                                   " out of range for leading dimension " +
+                                   std::to_string(rows[p.source]));
+  }
+  if (n == 0)
+    return zeros(type, shape);
+  const auto per_row = row_shape.num_elements();
+  auto row_of = [&](const gather_pick& p) {
+    return sources[p.source].batched ? p.row : int64_t{0};
+  };
+  auto buf = std::make_shared<detail::tensor_buffer>();
+  if (type == dtype::string) {
+    buf->strings.reserve(static_cast<size_t>(n * per_row));
+    for (const auto& p : picks) {
+      auto v = sources[p.source].t->values<std::string>();
+      auto first = v.begin() + row_of(p) * per_row;
+      buf->strings.insert(buf->strings.end(), first, first + per_row);
+    }
+    return tensor(type, std::move(shape), std::move(buf), 0);
+  }
+  std::vector<const unsigned char*> base(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s)
+    base[s] = sources[s].t->raw();
+  const auto row_bytes = static_cast<size_t>(per_row) * dtype_size(type);
+  buf->bytes.resize(static_cast<size_t>(n) * row_bytes);
+  auto* out = buf->bytes.data();
+  auto copy_rows = [&](auto fixed) {
+    // `fixed` is the row size when known at compile time (scalars), else 0.
+    constexpr size_t size = decltype(fixed)::value;
+    for (const auto& p : picks) {
+      const auto* src = base[p.source] + static_cast<size_t>(row_of(p)) * row_bytes;
+      if constexpr (size != 0)
+        std::memcpy(out, src, size);
+      else
+        std::memcpy(out, src, row_bytes);
+      out += row_bytes;
+    }
+  };
+  switch (row_bytes) {
+  case 4:
+    copy_rows(std::integral_constant<size_t, 4>{});
+    break;
+  case 8:
+    copy_rows(std::integral_constant<size_t, 8>{});
+    break;
+  default:
+    copy_rows(std::integral_constant<size_t, 0>{});
   }
   return tensor(type, std::move(shape), std::move(buf), 0);
 }

@@ -204,3 +204,53 @@ TEST_CASE_METHOD(system_fixture, "Q-6 texts per kind: shapes unspecified", "[Q-6
              "PriorityQueue's DequeueMany requires the components to have specified "
              "shapes.");
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-52 rows of enqueued batches are gathered with their components "
+                 "together",
+                 "[Q-52]") {
+  auto q = spawn_random_shuffle_queue(
+      sys, 100, 0, {dtype::int64, dtype::string, dtype::float32},
+      {tensor_shape{}, tensor_shape{}, tensor_shape{2}}, 5, 6);
+  blocking_queue b{sys, q};
+  // Three batches and a single row: the rows stay in their batches' buffers
+  // until a dequeue gathers the picked ones.
+  for (int64_t start : {0, 10, 20}) {
+    std::vector<int64_t> keys;
+    std::vector<std::string> texts;
+    std::vector<float> pairs;
+    for (int64_t i = start; i < start + 10; ++i) {
+      keys.push_back(i);
+      texts.push_back("row " + std::to_string(i));
+      pairs.push_back(static_cast<float>(i));
+      pairs.push_back(static_cast<float>(-i));
+    }
+    b.enqueue_many(element{tensor::vector<int64_t>(keys),
+                           tensor::vector<std::string>(texts),
+                           tensor::from_values<float>({10, 2}, pairs)});
+  }
+  b.enqueue(element{tensor::scalar(int64_t{30}), tensor::scalar("row 30"),
+                    tensor::vector<float>({30.0f, -30.0f})});
+  ivec seen;
+  auto check_batch = [&](const element& batch, int64_t n) {
+    REQUIRE(batch[0].shape() == tensor_shape{n});
+    CHECK(batch[2].shape() == tensor_shape({n, 2}));
+    auto keys = batch[0].to_vector<int64_t>();
+    auto texts = batch[1].to_vector<std::string>();
+    auto pairs = batch[2].to_vector<float>();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      CHECK(texts[i] == "row " + std::to_string(keys[i]));
+      CHECK(pairs[2 * i] == static_cast<float>(keys[i]));
+      CHECK(pairs[2 * i + 1] == static_cast<float>(-keys[i]));
+      seen.push_back(keys[i]);
+    }
+  };
+  check_batch(b.dequeue_many(12), 12);
+  auto one = b.dequeue();
+  seen.push_back(one[0].scalar_value<int64_t>());
+  CHECK(one[1].scalar_value<std::string>() == "row " + std::to_string(seen.back()));
+  check_batch(b.dequeue_many(18), 18);
+  CHECK(b.size() == 0);
+  CHECK(sorted(seen) == iota(31));
+  CHECK(seen != iota(31));
+}

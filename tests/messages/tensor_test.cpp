@@ -142,3 +142,45 @@ TEST_CASE("concat_rows joins batches and single rows, zero-copy when contiguous"
       tensor::concat_rows({{&strings, true}, {&s1, false}}, dtype::string, tensor_shape{})
           .to_vector<std::string>() == std::vector<std::string>{"a", "b", "c"});
 }
+
+TEST_CASE("gather_rows copies picked rows of a few sources in order", "[tensor]") {
+  auto a = tensor::from_values<int64_t>({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto b = tensor::from_values<int64_t>({2, 2}, {7, 8, 9, 10});
+  auto single = tensor::vector<int64_t>({11, 12});
+  auto g = tensor::gather_rows({{&a, true}, {&b, true}, {&single, false}},
+                               {{1, 1}, {0, 2}, {2, 0}, {0, 0}}, dtype::int64,
+                               tensor_shape{2});
+  CHECK(g.shape() == tensor_shape({4, 2}));
+  CHECK(g.to_vector<int64_t>() == std::vector<int64_t>{9, 10, 5, 6, 11, 12, 1, 2});
+  CHECK_FALSE(g.shares_buffer_with(a));
+  // Scalar rows (the fixed-size copy) of a vector, and a row view's offset.
+  auto v = tensor::vector<float>({0.5f, 1.5f, 2.5f, 3.5f});
+  auto tail = v.rows(2, 2);
+  CHECK(tensor::gather_rows({{&tail, true}, {&v, true}}, {{0, 1}, {1, 0}, {0, 0}},
+                            dtype::float32, tensor_shape{})
+            .to_vector<float>() == std::vector<float>{3.5f, 0.5f, 2.5f});
+  auto s = tensor::vector<std::string>({"x", "y", "z"});
+  CHECK(tensor::gather_rows({{&s, true}}, {{0, 2}, {0, 0}}, dtype::string, tensor_shape{})
+            .to_vector<std::string>() == std::vector<std::string>{"z", "x"});
+  auto none = tensor::gather_rows({}, {}, dtype::int32, tensor_shape{3});
+  CHECK(none.shape() == tensor_shape({0, 3}));
+}
+
+TEST_CASE("gather_rows refuses mismatched sources and picks out of range", "[tensor]") {
+  auto a = tensor::from_values<int64_t>({2, 2}, {1, 2, 3, 4});
+  auto f = tensor::vector<float>({1.0f, 2.0f});
+  CHECK_THROWS_WITH(
+      tensor::gather_rows({{&a, true}}, {{0, 2}}, dtype::int64, tensor_shape{2}),
+      "cannot gather: row 2 out of range for leading dimension 2");
+  CHECK_THROWS_WITH(
+      tensor::gather_rows({{&a, true}}, {{1, 0}}, dtype::int64, tensor_shape{2}),
+      "cannot gather: pick 0 names source 1 of 1");
+  CHECK_THROWS_WITH(
+      tensor::gather_rows({{&f, true}}, {{0, 0}}, dtype::int64, tensor_shape{}),
+      "cannot gather: source 0 is float[2] with rows of a different shape or dtype "
+      "than int64[]");
+  CHECK_THROWS_WITH(
+      tensor::gather_rows({{&a, false}}, {{0, 0}}, dtype::int64, tensor_shape{2}),
+      "cannot gather: source 0 is int64[2,2] as one row of a different shape or dtype "
+      "than int64[2]");
+}
