@@ -121,16 +121,35 @@ private:
   caf::error end_;
 };
 
-/// A consumer of batches on the streaming protocol: keeps up to two pulls of
-/// up to `batch_size` rows granted and returns each answer as one batch of
-/// 1..batch_size rows (a view of an enqueued batch when the rows are
-/// consecutive rows of one). try_pull() returns nullopt once the queue is
-/// closed and drained. Batches received but not taken go back to the front
-/// of the queue when the reader is destroyed. The queue's components must
-/// have specified shapes.
+/// How a batch_reader cuts the rows it receives into batches.
+enum class batch_cut {
+  /// Each answer as it comes: 1..batch_size rows, as soon as any is there.
+  any_size,
+  /// Exactly batch_size rows each, as dequeue_many(batch_size): at the end
+  /// of data, the rows of a final partial batch stay in the queue and pull()
+  /// throws out_of_range_error with dequeue_many's message.
+  dequeue_many,
+  /// Exactly batch_size rows while the queue is open; once it is closed, the
+  /// rest as a smaller final batch, as dequeue_up_to(batch_size) (TF's
+  /// allow_smaller_final_batch).
+  dequeue_up_to,
+};
+
+/// A consumer of batches on the streaming protocol: keeps demand for up to
+/// 16 batches granted and hands them out one at a time, so the consumer
+/// rarely waits for a round trip. With batch_cut::any_size each answer is a
+/// batch of 1..batch_size rows (a view of an enqueued batch when the rows are
+/// consecutive rows of one); with dequeue_many / dequeue_up_to, batches are
+/// exactly those of the strict calls (the queue holds rows incrementally and
+/// respects min_after_dequeue), and batches that are ready together travel
+/// in one message. try_pull() returns nullopt once the queue is closed and
+/// drained. Batches received but not taken go back to the front of the
+/// queue when the reader is destroyed, so none is lost. The queue's
+/// components must have specified shapes.
 class batch_reader {
 public:
-  batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size);
+  batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
+               batch_cut cut = batch_cut::any_size);
   ~batch_reader();
   batch_reader(const batch_reader&) = delete;
   batch_reader& operator=(const batch_reader&) = delete;
@@ -142,12 +161,19 @@ public:
 private:
   void grant();
   void await_one();
+  size_t outstanding() const;
 
   caf::scoped_actor self_;
   queue_actor queue_;
   int32_t batch_size_;
+  batch_cut cut_;
   std::deque<element> batches_;
+  /// any_size: pulls granted, one batch each.
   size_t outstanding_pulls_ = 0;
+  /// dequeue_many/up_to: batches still owed by each pull_many sent, oldest
+  /// first (the queue serves one client's attempts in order), and their sum.
+  std::deque<int32_t> owed_;
+  size_t owed_total_ = 0;
   bool queue_down_ = false;
   caf::error end_;
 };

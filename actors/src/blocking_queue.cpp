@@ -289,8 +289,9 @@ std::optional<element> queue_reader::try_pull() {
 // more of them in flight means fewer waits per row on both sides.
 constexpr size_t max_batch_pulls_outstanding = 16;
 
-batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size)
-    : self_(sys), queue_(std::move(q)), batch_size_(batch_size) {
+batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
+                           batch_cut cut)
+    : self_(sys), queue_(std::move(q)), batch_size_(batch_size), cut_(cut) {
   require_valid(queue_, "batch_reader");
   if (batch_size_ <= 0)
     throw invalid_argument_error("batch_reader needs a positive batch size, got " +
@@ -301,9 +302,9 @@ batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_
 batch_reader::~batch_reader() {
   if (queue_down_)
     return;
-  if (outstanding_pulls_ > 0)
+  if (outstanding() > 0)
     self_->send(queue_, unpull_atom::value);
-  while (outstanding_pulls_ > 0 && !queue_down_)
+  while (outstanding() > 0 && !queue_down_)
     await_one();
   if (!batches_.empty() && !queue_down_) {
     std::vector<element> rows;
@@ -314,11 +315,30 @@ batch_reader::~batch_reader() {
   }
 }
 
+size_t batch_reader::outstanding() const {
+  return cut_ == batch_cut::any_size ? outstanding_pulls_ : owed_.size();
+}
+
 void batch_reader::grant() {
-  while (!end_ && outstanding_pulls_ + batches_.size() < max_batch_pulls_outstanding) {
-    self_->send(queue_, pull_batch_atom::value, batch_size_);
-    ++outstanding_pulls_;
+  if (end_)
+    return;
+  if (cut_ == batch_cut::any_size) {
+    while (outstanding_pulls_ + batches_.size() < max_batch_pulls_outstanding) {
+      self_->send(queue_, pull_batch_atom::value, batch_size_);
+      ++outstanding_pulls_;
+    }
+    return;
   }
+  // Demand goes out in chunks of at least half the window: one message per
+  // eight or more batches.
+  auto have = owed_total_ + batches_.size();
+  if (have > max_batch_pulls_outstanding / 2)
+    return;
+  auto k = static_cast<int32_t>(max_batch_pulls_outstanding - have);
+  self_->send(queue_, pull_many_atom::value, batch_size_, k,
+              cut_ == batch_cut::dequeue_up_to);
+  owed_.push_back(k);
+  owed_total_ += static_cast<size_t>(k);
 }
 
 void batch_reader::await_one() {
@@ -329,7 +349,26 @@ void batch_reader::await_one() {
           batches_.push_back(std::move(batch));
         note_end(end_, err);
       },
-      [&](caf::down_msg&) { note_queue_down(end_, queue_down_, outstanding_pulls_); });
+      [&](batches_atom, std::vector<element>& bs, caf::error& err) {
+        // Answers come for the oldest pull_many still owing batches; it is
+        // done when it delivered them all or ended with an error.
+        auto& owed = owed_.front();
+        auto got = static_cast<int32_t>(bs.size());
+        owed -= got;
+        owed_total_ -= static_cast<size_t>(got);
+        for (auto& b : bs)
+          batches_.push_back(std::move(b));
+        if (err || owed <= 0) {
+          owed_total_ -= static_cast<size_t>(std::max(owed, 0));
+          owed_.pop_front();
+        }
+        note_end(end_, err);
+      },
+      [&](caf::down_msg&) {
+        note_queue_down(end_, queue_down_, outstanding_pulls_);
+        owed_.clear();
+        owed_total_ = 0;
+      });
 }
 
 std::optional<element> batch_reader::try_pull() {

@@ -140,6 +140,9 @@ public:
         },
         [this](pull_atom, int32_t n) { pull(dequeue_attempt::op::pull, n); },
         [this](pull_batch_atom, int32_t n) { pull(dequeue_attempt::op::pull_batch, n); },
+        [this](pull_many_atom, int32_t n, int32_t batches, bool up_to) {
+          pull_many(n, batches, up_to);
+        },
         [this](give_back_atom, std::vector<element>& rows) {
           detail::row_list list;
           for (auto& r : rows)
@@ -203,6 +206,40 @@ private:
     a.what = what;
     a.id = next_id_++;
     a.n = n;
+    a.client = caf::actor_cast<caf::actor_addr>(client);
+    watch(a.client);
+    a.done = std::move(done);
+    core_.add(std::move(a));
+  }
+
+  // Demand for `batches` batches of exactly n rows (dequeue_many's
+  // semantics; dequeue_up_to's at the end with `up_to`).
+  void pull_many(int32_t n, int32_t batches, bool up_to) {
+    auto client = current_sender();
+    auto done = detail::completion::batches_to(client);
+    const auto& spec = core_.spec();
+    if (n <= 0 || batches <= 0) {
+      done.deliver_error(this, make_error(error_code::invalid_argument,
+                                          "pull_many needs a positive batch size and "
+                                          "batch count, got " +
+                                              std::to_string(n) + " and " +
+                                              std::to_string(batches)));
+      return;
+    }
+    if (!spec.shapes_specified()) {
+      done.deliver_error(this, make_error(error_code::invalid_argument,
+                                          std::string(queue_kind_name(spec.kind)) +
+                                              "'s DequeueMany and DequeueUpTo require "
+                                              "the components to have specified "
+                                              "shapes."));
+      return;
+    }
+    dequeue_attempt a;
+    a.what = dequeue_attempt::op::pull_many;
+    a.id = next_id_++;
+    a.n = n;
+    a.batches = batches;
+    a.up_to = up_to;
     a.client = caf::actor_cast<caf::actor_addr>(client);
     watch(a.client);
     a.done = std::move(done);

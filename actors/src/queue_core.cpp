@@ -67,6 +67,13 @@ completion completion::pulled_batch_to(caf::strong_actor_ptr client) {
   return c;
 }
 
+completion completion::batches_to(caf::strong_actor_ptr client) {
+  completion c;
+  c.kind_ = kind::batches;
+  c.client_ = std::move(client);
+  return c;
+}
+
 void completion::deliver_count(caf::local_actor* self, int32_t stored, caf::error err) {
   if (kind_ == kind::pushed)
     send_to(self, client_, pushed_atom::value, stored, std::move(err));
@@ -89,6 +96,11 @@ void completion::deliver_batch(caf::local_actor* self, element batch, caf::error
   send_to(self, client_, pulled_atom::value, std::move(batch), std::move(err));
 }
 
+void completion::deliver_batches(caf::local_actor* self, std::vector<element> batches,
+                                 caf::error err) {
+  send_to(self, client_, batches_atom::value, std::move(batches), std::move(err));
+}
+
 void completion::deliver_bool(bool value) {
   rp_.deliver(value);
 }
@@ -106,6 +118,9 @@ void completion::deliver_error(caf::local_actor* self, caf::error err) {
     break;
   case kind::pulled_batch:
     send_to(self, client_, pulled_atom::value, element{}, std::move(err));
+    break;
+  case kind::batches:
+    send_to(self, client_, batches_atom::value, std::vector<element>{}, std::move(err));
     break;
   }
 }
@@ -321,6 +336,8 @@ queue_core::progress queue_core::serve(dequeue_attempt& a) {
   case dequeue_attempt::op::pull:
   case dequeue_attempt::op::pull_batch:
     return serve_pull(a);
+  case dequeue_attempt::op::pull_many:
+    return serve_pull_many(a);
   case dequeue_attempt::op::dequeue_many:
   case dequeue_attempt::op::dequeue_up_to:
     if (spec_.kind == queue_kind::priority)
@@ -362,6 +379,55 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
     return progress::complete;
   }
   return progress::none;
+}
+
+queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
+  // `batches` dequeue_many(n) (or dequeue_up_to(n)) in a row, each served
+  // like serve_many / serve_many_priority; every batch ready now travels in
+  // one message, so a consumer that keeps demand granted wakes once per
+  // burst rather than once per batch.
+  const bool incremental = spec_.kind != queue_kind::priority;
+  const auto n = static_cast<size_t>(a.n);
+  std::vector<element> ready;
+  caf::error end;
+  bool progressed = false;
+  while (a.batches > 0) {
+    auto remaining = n - static_cast<size_t>(a.held.size());
+    auto size = storage_->size();
+    if (closed_ && size < remaining) {
+      if (a.up_to && a.held.size() + static_cast<int64_t>(size) > 0) {
+        take(size, a.held);
+        ready.push_back(make_batch(a.held));
+        a.held.clear();
+        --a.batches;
+        progressed = true;
+        continue;
+      }
+      if (a.up_to && has_live_enqueue_attempts())
+        break; // they will be refused or served first
+      end = insufficient(dequeue_many_name(), static_cast<int64_t>(remaining), size);
+      storage_->put_back(std::move(a.held));
+      a.held.clear();
+      a.batches = 0;
+      break;
+    }
+    auto avail = available();
+    auto k = incremental ? std::min(remaining, avail) : (avail >= n ? n : 0);
+    if (k == 0)
+      break;
+    take(k, a.held);
+    progressed = true;
+    if (static_cast<size_t>(a.held.size()) < n)
+      break;
+    ready.push_back(make_batch(a.held));
+    a.held.clear();
+    --a.batches;
+  }
+  if (!ready.empty() || end)
+    a.done.deliver_batches(self_, std::move(ready), std::move(end));
+  if (a.batches == 0)
+    return progress::complete;
+  return progressed ? progress::partial : progress::none;
 }
 
 void queue_core::complete_many(dequeue_attempt& a) {
@@ -505,8 +571,10 @@ void queue_core::give_back(row_list rows) {
 void queue_core::unpull(const caf::actor_addr& client) {
   for (auto i = dequeues_.begin(); i != dequeues_.end();) {
     bool pull = i->what == dequeue_attempt::op::pull ||
-                i->what == dequeue_attempt::op::pull_batch;
+                i->what == dequeue_attempt::op::pull_batch ||
+                i->what == dequeue_attempt::op::pull_many;
     if (pull && i->client == client) {
+      storage_->put_back(std::move(i->held));
       i->done.deliver_error(self_, cancelled_dequeue());
       i = dequeues_.erase(i);
     } else {

@@ -103,6 +103,9 @@ public:
   static completion pulled_to(caf::strong_actor_ptr client);
   /// A streamed batch pull: the sender gets pulled(batch, error).
   static completion pulled_batch_to(caf::strong_actor_ptr client);
+  /// A pull_many: the sender gets batches(batches, error), possibly several
+  /// times.
+  static completion batches_to(caf::strong_actor_ptr client);
 
   bool is_stream() const { return kind_ != kind::promise; }
   const caf::strong_actor_ptr& client() const { return client_; }
@@ -111,11 +114,13 @@ public:
   void deliver_element(caf::local_actor* self, element e);
   void deliver_rows(caf::local_actor* self, std::vector<element> rows, caf::error err);
   void deliver_batch(caf::local_actor* self, element batch, caf::error err);
+  void deliver_batches(caf::local_actor* self, std::vector<element> batches,
+                       caf::error err);
   void deliver_bool(bool value);
   void deliver_error(caf::local_actor* self, caf::error err);
 
 private:
-  enum class kind { promise, pushed, pulled, pulled_batch };
+  enum class kind { promise, pushed, pulled, pulled_batch, batches };
   kind kind_ = kind::promise;
   caf::response_promise rp_;
   caf::strong_actor_ptr client_;
@@ -133,10 +138,12 @@ struct enqueue_attempt {
 };
 
 struct dequeue_attempt {
-  enum class op { dequeue, dequeue_many, dequeue_up_to, pull, pull_batch };
+  enum class op { dequeue, dequeue_many, dequeue_up_to, pull, pull_batch, pull_many };
   op what = op::dequeue;
   uint64_t id = 0;
   int32_t n = 1;
+  int32_t batches = 1; // pull_many: batches still owed
+  bool up_to = false;  // pull_many: dequeue_up_to's end
   row_list held; // rows taken while waiting for the rest
   caf::actor_addr client;
   completion done;
@@ -190,6 +197,7 @@ private:
   progress serve_many(dequeue_attempt& a);
   progress serve_many_priority(dequeue_attempt& a);
   progress serve_pull(dequeue_attempt& a);
+  progress serve_pull_many(dequeue_attempt& a);
   void take(size_t n, row_list& out);
   /// Elements that may be taken now (min_after_dequeue while open, Q-51).
   size_t available() const;

@@ -32,6 +32,12 @@ using pull_atom = caf::atom_constant<caf::atom("pull")>;
 using pull_batch_atom = caf::atom_constant<caf::atom("pull_batch")>;
 /// queue -> consumer: 1..n rows, or none and the reason (e.g. out_of_range).
 using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
+/// consumer -> queue: grant demand for `count` batches of exactly n rows
+/// (dequeue_many's semantics, or dequeue_up_to's with a smaller final batch).
+using pull_many_atom = caf::atom_constant<caf::atom("pull_many")>;
+/// queue -> consumer: the batches of a pull_many ready so far (one message
+/// carries every batch that was ready at once), and why it ended early.
+using batches_atom = caf::atom_constant<caf::atom("batches")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;

@@ -44,10 +44,21 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   pull_batch(n)  like pull, but the rows come as one batch:
 ///                  pulled(batch, error) -- a view of an enqueued batch when
 ///                  they are consecutive rows of it.
+///   pull_many(n, count, up_to)
+///                  demand for `count` batches of exactly n rows, served in
+///                  order like `count` dequeue_many(n) (dequeue_up_to(n) with
+///                  `up_to`: once closed, the rest as a smaller final batch).
+///                  Rows are held incrementally like dequeue_many's. The
+///                  queue answers batches(b, error) with every batch ready
+///                  at once; error out_of_range ends the demand at the end
+///                  of data (dequeue_many: the rows of a final partial batch
+///                  stay in the queue), cancelled after unpull.
 ///   give_back(rows) rows a consumer received and will not take; they return
 ///                  to the front of the queue in order.
 ///   unpull()       withdraws the sender's pending pulls: each is answered
-///                  pulled(no rows, cancelled) (a consumer that stops).
+///                  pulled(no rows, cancelled), or batches(none, cancelled)
+///                  for a pull_many whose held rows go back to the queue (a
+///                  consumer that stops).
 ///   deadline(id)   internal: a pending attempt's timeout expired.
 using queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -62,6 +73,7 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<push_atom, std::vector<element>>,
     caf::reacts_to<push_batch_atom, element>, caf::reacts_to<pull_atom, int32_t>,
     caf::reacts_to<pull_batch_atom, int32_t>,
+    caf::reacts_to<pull_many_atom, int32_t, int32_t, bool>,
     caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
     caf::reacts_to<deadline_atom, uint64_t>>;
 

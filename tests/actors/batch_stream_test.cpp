@@ -128,3 +128,128 @@ TEST_CASE_METHOD(system_fixture, "bad batches are refused with the queue's error
   CHECK_THROWS_WITH(r.pull(), "FIFOQueue's batch pulls require the components to have "
                               "specified shapes.");
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-32 a dequeue_many batch_reader hands out exact batches and leaves a "
+                 "final partial batch in the queue",
+                 "[batch][stream][Q-32][Q-33]") {
+  auto q = int_queue(sys, 100);
+  blocking_queue b{sys, q};
+  auto name = b.spec().resource_name;
+  b.enqueue_many(i64s(range(0, 3)));
+  b.enqueue_many(i64s(range(3, 10)));
+  {
+    batch_reader r{sys, q, 4, batch_cut::dequeue_many};
+    CHECK(values_of(r.pull()) == range(0, 4));
+    CHECK(values_of(r.pull()) == range(4, 8));
+    b.close();
+    try {
+      r.pull();
+      FAIL("a partial batch came out of a dequeue_many reader");
+    } catch (const out_of_range_error& e) {
+      // As a pending dequeue_many: it held rows 8 and 9 and still needed two
+      // (Q-33); the rows it held go back.
+      CHECK(std::string(e.what()) == "FIFOQueue '" + name +
+                                         "' is closed and has insufficient elements "
+                                         "(requested 2, current size 0)");
+    }
+    CHECK_FALSE(r.try_pull());
+  }
+  CHECK(b.size() == 2); // the final partial batch stays in the queue
+  CHECK(values_of(b.dequeue_up_to(4)) == range(8, 10));
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-33 a dequeue_up_to batch_reader ends with a smaller final batch",
+                 "[batch][stream][Q-33]") {
+  auto q = int_queue(sys, 100);
+  std::thread producer{[&] {
+    queue_writer w{sys, q, 20};
+    for (int64_t i = 0; i < 23; ++i)
+      w.push(i64(i));
+    w.flush();
+    blocking_queue{sys, q}.close();
+  }};
+  batch_reader r{sys, q, 5, batch_cut::dequeue_up_to};
+  std::vector<int64_t> seen;
+  std::vector<int64_t> sizes;
+  while (auto batch = r.try_pull()) {
+    sizes.push_back(batch->batch_size());
+    auto v = values_of(*batch);
+    seen.insert(seen.end(), v.begin(), v.end());
+  }
+  producer.join();
+  CHECK(seen == range(0, 23));
+  CHECK(sizes == std::vector<int64_t>{5, 5, 5, 5, 3});
+  CHECK_THROWS_AS(r.pull(), out_of_range_error);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "Q-51 an exact batch_reader respects min_after_dequeue until the close",
+                 "[batch][stream][Q-51]") {
+  auto q = spawn_random_shuffle_queue(sys, 50, 5, {dtype::int64}, {tensor_shape{}}, 1, 2);
+  blocking_queue b{sys, q};
+  b.enqueue_many(i64s(range(0, 8)));
+  batch_reader r{sys, q, 4, batch_cut::dequeue_many};
+  std::vector<int64_t> seen;
+  std::thread feeder{[&] {
+    // Only 3 rows may go while open (8 - 5); the fourth comes with row 8.
+    blocking_queue f{sys, q};
+    f.enqueue(i64(8));
+  }};
+  auto first = values_of(r.pull());
+  feeder.join();
+  CHECK(first.size() == 4);
+  seen.insert(seen.end(), first.begin(), first.end());
+  b.close(); // lifts min_after_dequeue: one more full batch, one row stays
+  auto second = values_of(r.pull());
+  CHECK(second.size() == 4);
+  seen.insert(seen.end(), second.begin(), second.end());
+  CHECK_THROWS_AS(r.pull(), out_of_range_error);
+  CHECK(b.size() == 1);
+  seen.push_back(value_of(b.dequeue()));
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == range(0, 9));
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "an exact batch_reader gives back held rows and batches it did not hand "
+                 "out",
+                 "[batch][stream]") {
+  auto q = int_queue(sys, 100);
+  blocking_queue b{sys, q};
+  b.enqueue_many(i64s(range(0, 14)));
+  {
+    batch_reader r{sys, q, 4, batch_cut::dequeue_many};
+    CHECK(values_of(r.pull()) == range(0, 4));
+    // Rows 4..11 came as two more batches; 12 and 13 are held by the pending
+    // demand. All of them go back, in order.
+  }
+  CHECK(b.size() == 10);
+  CHECK(values_of(b.dequeue_many(10)) == range(4, 14));
+}
+
+TEST_CASE_METHOD(system_fixture, "Q-73 an exact batch_reader on a PriorityQueue",
+                 "[batch][stream][Q-73]") {
+  auto q = spawn_priority_queue(sys, 20, {dtype::string}, {tensor_shape{}});
+  blocking_queue b{sys, q};
+  for (int64_t p : {5, 1, 4, 2, 3})
+    b.enqueue(element{tensor::scalar(p), tensor::scalar("p" + std::to_string(p))});
+  batch_reader r{sys, q, 2, batch_cut::dequeue_up_to};
+  auto first = r.pull();
+  CHECK(first[0].to_vector<int64_t>() == std::vector<int64_t>{1, 2});
+  CHECK(first[1].to_vector<std::string>() == std::vector<std::string>{"p1", "p2"});
+  CHECK(r.pull()[0].to_vector<int64_t>() == std::vector<int64_t>{3, 4});
+  b.close();
+  CHECK(r.pull()[0].to_vector<int64_t>() == std::vector<int64_t>{5});
+  CHECK_THROWS_AS(r.pull(), out_of_range_error);
+}
+
+TEST_CASE_METHOD(system_fixture, "exact batch_readers refuse unshaped queues",
+                 "[batch][stream][Q-6]") {
+  auto unshaped = spawn_fifo_queue(sys, 10, {dtype::int64});
+  blocking_queue{sys, unshaped}.enqueue(i64(1));
+  batch_reader r{sys, unshaped, 4, batch_cut::dequeue_many};
+  CHECK_THROWS_WITH(r.pull(), "FIFOQueue's DequeueMany and DequeueUpTo require the "
+                              "components to have specified shapes.");
+}
