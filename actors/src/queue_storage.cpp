@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 
 #include "queue_core.hpp"
 
@@ -72,10 +73,16 @@ public:
   void push(row_list& from, int64_t n) override {
     row_list taken;
     from.move_front(n, taken);
-    for (auto& r : taken.runs()) {
-      auto c = new_chunk(r);
-      for (int64_t i = 0; i < r.count; ++i)
-        refs_.push_back(row_ref{c, r.begin + i});
+    for (const auto& r : taken.runs()) {
+      // Row numbers are 32-bit: a (theoretical) run of more rows becomes
+      // several chunks.
+      constexpr int64_t max_rows = std::numeric_limits<uint32_t>::max();
+      for (int64_t first = 0; first < r.count; first += max_rows) {
+        auto rows = std::min(max_rows, r.count - first);
+        auto c = new_chunk(r.data, r.begin + first, rows, r.batched);
+        for (int64_t i = 0; i < rows; ++i)
+          refs_.push_back(row_ref{c, static_cast<uint32_t>(i)});
+      }
     }
   }
 
@@ -103,7 +110,8 @@ public:
           slot = static_cast<uint32_t>(sources_.size());
           sources_.push_back(p.chunk);
         }
-        gather_picks_.push_back(tensor::gather_pick{slot, p.row});
+        gather_picks_.push_back(
+            tensor::gather_pick{slot, chunks_[p.chunk].begin + p.row});
       }
       element batch;
       batch.components.reserve(dtypes_.size());
@@ -122,7 +130,7 @@ public:
     } else {
       for (auto& p : picks_) {
         const auto& ch = chunks_[p.chunk];
-        out.push_back(ch.batched ? ch.data.row(p.row) : ch.data);
+        out.push_back(ch.batched ? ch.data.row(ch.begin + p.row) : ch.data);
       }
     }
     for (auto& p : picks_)
@@ -134,15 +142,17 @@ public:
 private:
   struct chunk {
     element data;
+    int64_t begin = 0; // its first row in `data`
     bool batched = false;
     int64_t live = 0; // rows of this chunk still in the queue
   };
+  // 8 bytes: twice as many fit in a cache line as with 64-bit rows.
   struct row_ref {
     uint32_t chunk;
-    int64_t row;
+    uint32_t row; // counted from the chunk's first row
   };
 
-  uint32_t new_chunk(const row_run& r) {
+  uint32_t new_chunk(const element& data, int64_t begin, int64_t rows, bool batched) {
     uint32_t c;
     if (!free_.empty()) {
       c = free_.back();
@@ -151,7 +161,7 @@ private:
       c = static_cast<uint32_t>(chunks_.size());
       chunks_.emplace_back();
     }
-    chunks_[c] = chunk{r.data, r.batched, r.count};
+    chunks_[c] = chunk{data, begin, batched, rows};
     return c;
   }
 
