@@ -2,17 +2,27 @@
 // CSV files (>= 100 MB by default, written to /tmp and removed after) ->
 // string_input_producer -> reader workers (text_line_reader + decode_csv,
 // read_up_to batches pushed with enqueue_many) -> shuffle_batch_join(128) ->
-// a consumer of dequeue_many(128) -- in examples/s, beside a plain
+// a consumer of exact batches of 128 -- in examples/s, beside a plain
 // single-threaded loop in the same process that reads and parses the same
-// files with the same reader and decode_csv. Prints both and the ratio.
+// files with the same reader and decode_csv. Rounds alternate the two; the
+// medians and their ratio are printed, with two kinds of context: what two
+// plain loops in two threads reach (the machine's own parallel ceiling for
+// this work, no queues at all) and where the pipeline's CPU time goes, by
+// thread (Linux /proc).
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -32,6 +42,69 @@ namespace {
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// CPU seconds (user + system) of each live thread of this process, by
+/// thread id, with the thread's name. Empty where /proc is not there.
+struct thread_cpu {
+  std::string name;
+  double seconds = 0;
+};
+
+std::map<long, thread_cpu> threads_cpu() {
+  std::map<long, thread_cpu> out;
+  std::error_code ec;
+  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  for (auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream f{e.path() / "stat"};
+    std::string line;
+    if (!std::getline(f, line))
+      continue;
+    // pid (name) state ppid ... utime stime: fields 14 and 15 of stat(5).
+    auto open = line.find('(');
+    auto close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos)
+      continue;
+    std::istringstream rest{line.substr(close + 2)};
+    std::vector<std::string> fields{std::istream_iterator<std::string>{rest}, {}};
+    if (fields.size() < 13)
+      continue;
+    thread_cpu t;
+    t.name = line.substr(open + 1, close - open - 1);
+    t.seconds = (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+    out[std::stol(e.path().filename().string())] = t;
+  }
+  return out;
+}
+
+/// Where one pipeline run spent its CPU time.
+struct cpu_split {
+  double consumer = 0;  // the main thread: the batch consumer
+  double detached = 0;  // detached actors: the reader workers, runners
+  double scheduler = 0; // CAF's scheduler threads: the queues' work
+  double total() const { return consumer + detached + scheduler; }
+};
+
+cpu_split cpu_between(const std::map<long, thread_cpu>& before,
+                      const std::map<long, thread_cpu>& after) {
+  cpu_split s;
+  auto self = static_cast<long>(::getpid());
+  for (auto& [tid, t] : after) {
+    auto i = before.find(tid);
+    auto used = t.seconds - (i == before.end() ? 0.0 : i->second.seconds);
+    if (tid == self)
+      s.consumer += used;
+    else if (t.name == "caf.actor")
+      s.detached += used;
+    else
+      s.scheduler += used;
+  }
+  return s;
 }
 
 /// The baseline: one thread, the same reader and parser, no queues.
@@ -65,36 +138,55 @@ int64_t plain_loop(const std::vector<std::string>& files, int64_t read_batch,
   return n;
 }
 
+struct pipeline_args {
+  int readers = 2;
+  int32_t batch_size = 128;
+  int64_t read_batch = 1024;
+  int32_t min_after_dequeue = 1000;
+  int32_t capacity = 0;
+  bool fifo = false;
+  std::string consume = "stream";
+};
+
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,
-                       int readers, int32_t batch_size, int64_t read_batch,
-                       int32_t min_after_dequeue, bool fifo, bool stream,
-                       double& checksum) {
+                       const pipeline_args& a, double& checksum, cpu_split& cpu) {
+  auto cpu_before = threads_cpu();
   pipeline pipe{sys};
   producer_options po;
   po.num_epochs = 1;
   po.shuffle = false;
   auto filenames = string_input_producer(pipe, files, po);
   std::vector<example_source> sources;
-  for (int r = 0; r < readers; ++r)
-    sources.push_back(examples::csv_reader_source(sys, filenames, read_batch));
+  for (int r = 0; r < a.readers; ++r)
+    sources.push_back(examples::csv_reader_source(sys, filenames, a.read_batch));
   batch_options bo;
   examples::set_csv_signature(bo);
-  bo.batch_size = batch_size;
-  bo.min_after_dequeue = min_after_dequeue;
-  bo.capacity = min_after_dequeue + static_cast<int32_t>(read_batch) * (readers + 1);
+  bo.batch_size = a.batch_size;
+  bo.min_after_dequeue = a.min_after_dequeue;
+  bo.capacity = a.capacity > 0 ? a.capacity
+                               : a.min_after_dequeue +
+                                     static_cast<int32_t>(a.read_batch) * (a.readers + 1);
   bo.allow_smaller_final_batch = true;
-  auto b = fifo ? batch_join(pipe, std::move(sources), bo)
-                : shuffle_batch_join(pipe, std::move(sources), bo);
+  auto b = a.fifo ? batch_join(pipe, std::move(sources), bo)
+                  : shuffle_batch_join(pipe, std::move(sources), bo);
   coordinator coord{sys};
   auto threads = pipe.start_queue_runners(coord);
+  bool per_call = a.consume == "per-call";
+  bool any_size = a.consume == "any-size";
   auto in = pipe.make_consumer(b.queue);
   std::unique_ptr<batch_reader> streamed;
-  if (stream)
-    streamed = std::make_unique<batch_reader>(sys, b.queue, batch_size);
+  if (!per_call)
+    streamed = std::make_unique<batch_reader>(sys, b.queue, a.batch_size,
+                                              any_size ? batch_cut::any_size : b.cut());
   int64_t n = 0;
+  bool smaller_seen = false;
   try {
     for (;;) {
-      auto batch = stream ? streamed->pull() : b.next(in);
+      auto batch = per_call ? b.next(in) : streamed->pull();
+      // shuffle_batch's contract: full batches, then one smaller final batch.
+      if (smaller_seen && !any_size)
+        throw std::logic_error("a batch came after the smaller final batch");
+      smaller_seen = batch[2].dim0() < a.batch_size;
       auto y = batch[2].values<float>();
       for (auto v : y)
         checksum += v;
@@ -102,6 +194,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
     }
   } catch (const out_of_range_error&) {
   }
+  cpu = cpu_between(cpu_before, threads_cpu()); // while the readers still live
   coord.request_stop();
   coord.join(threads);
   return n;
@@ -111,33 +204,37 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
 
 int main(int argc, char** argv) {
   double megabytes = 100;
-  int files_n = 8;
-  int readers = 2;
-  int32_t batch_size = 128;
-  int64_t read_batch = 1024;
-  int32_t min_after_dequeue = 1000;
-  bool fifo = false;
-  bool stream = false;
+  int files_n = 32;
+  int rounds = 3;
+  pipeline_args a;
   po::options_description desc{
       "bench_reading_pipeline: CSV files -> readers -> decode_csv -> shuffle_batch "
-      "through "
-      "quern's queues, beside a plain single-threaded read-and-parse loop\nOptions"};
+      "through quern's queues, beside a plain single-threaded read-and-parse loop\n"
+      "Options"};
   desc.add_options()("help,h", "show this help")(
       "mb", po::value<double>(&megabytes)->default_value(megabytes),
       "total size of the CSV files (MB)")(
-      "files", po::value<int>(&files_n)->default_value(files_n), "number of CSV files")(
-      "readers", po::value<int>(&readers)->default_value(readers), "reader workers")(
-      "batch-size", po::value<int32_t>(&batch_size)->default_value(batch_size),
+      "files", po::value<int>(&files_n)->default_value(files_n),
+      "number of CSV files (the readers take whole files: with few files the last "
+      "one leaves a reader idle)")(
+      "rounds", po::value<int>(&rounds)->default_value(rounds),
+      "rounds of plain and quern runs (medians are reported)")(
+      "readers", po::value<int>(&a.readers)->default_value(a.readers), "reader workers")(
+      "batch-size", po::value<int32_t>(&a.batch_size)->default_value(a.batch_size),
       "shuffle_batch batch size")(
-      "read-batch", po::value<int64_t>(&read_batch)->default_value(read_batch),
+      "read-batch", po::value<int64_t>(&a.read_batch)->default_value(a.read_batch),
       "records per read_up_to / enqueue_many")(
-      "min-after-dequeue",
-      po::value<int32_t>(&min_after_dequeue)->default_value(min_after_dequeue),
-      "shuffle buffer")("fifo", po::bool_switch(&fifo),
-                        "batch_join (a FIFO queue) instead of shuffle_batch_join")(
-      "stream", po::bool_switch(&stream),
-      "consume with a streaming batch_reader (batches of 1..batch-size rows) instead of "
-      "dequeue_many");
+      "capacity", po::value<int32_t>(&a.capacity)->default_value(a.capacity),
+      "capacity of the batching queue (0: min-after-dequeue + read-batch * (readers + "
+      "1))")("min-after-dequeue",
+             po::value<int32_t>(&a.min_after_dequeue)->default_value(a.min_after_dequeue),
+             "shuffle buffer")("fifo", po::bool_switch(&a.fifo),
+                               "batch_join (a FIFO queue) instead of shuffle_batch_join")(
+      "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
+      "how the consumer takes batches: stream (a batch_reader with b.cut(): exact "
+      "batches, demand for several kept granted), per-call (one dequeue_up_to request "
+      "per batch, TF's call), any-size (a batch_reader handing out 1..batch-size "
+      "rows)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -150,10 +247,14 @@ int main(int argc, char** argv) {
     std::cout << desc << "\n";
     return 0;
   }
-  if (!(megabytes > 0) || files_n <= 0 || readers <= 0 || batch_size <= 0 ||
-      read_batch <= 0 || min_after_dequeue < 0) {
-    std::cerr << "bench_reading_pipeline: --mb, --files, --readers, --batch-size and "
-                 "--read-batch must be positive, --min-after-dequeue non-negative\n";
+  if (!(megabytes > 0) || files_n <= 0 || rounds <= 0 || a.readers <= 0 ||
+      a.batch_size <= 0 || a.read_batch <= 0 || a.min_after_dequeue < 0 ||
+      a.capacity < 0 ||
+      (a.consume != "stream" && a.consume != "per-call" && a.consume != "any-size")) {
+    std::cerr << "bench_reading_pipeline: --mb, --files, --rounds, --readers, "
+                 "--batch-size and --read-batch must be positive, --min-after-dequeue "
+                 "and --capacity non-negative, --consume one of stream, per-call, "
+                 "any-size\n";
     return 2;
   }
   std::string dir = "/tmp/quern_bench_reading_XXXXXX";
@@ -171,40 +272,76 @@ int main(int argc, char** argv) {
     std::cout << "wrote " << files_n << " files, " << std::fixed << std::setprecision(1)
               << bytes / 1e6 << " MB, " << rows * files_n << " rows to " << dir << " in "
               << seconds_since(t0) << " s\n";
-    // Warm the page cache for both runs alike.
+    // Warm the page cache for every run alike.
     double warm = 0;
-    plain_loop(files, read_batch, warm);
-
-    double sum_plain = 0;
-    t0 = clock_type::now();
-    auto n_plain = plain_loop(files, read_batch, sum_plain);
-    auto s_plain = seconds_since(t0);
+    plain_loop(files, a.read_batch, warm);
 
     quern::config cfg;
     caf::actor_system sys{cfg};
-    double sum_quern = 0;
-    t0 = clock_type::now();
-    auto n_quern = quern_pipeline(sys, files, readers, batch_size, read_batch,
-                                  min_after_dequeue, fifo, stream, sum_quern);
-    auto s_quern = seconds_since(t0);
+    // Rounds alternate the runs, so that drift on a shared machine hits
+    // both alike; each figure is the median over the rounds.
+    std::vector<double> plain_rates, quern_rates, two_rates, ratios;
+    std::vector<double> cpu_consumer, cpu_detached, cpu_scheduler, cpu_total;
+    for (int round = 0; round < rounds; ++round) {
+      double sum_plain = 0;
+      t0 = clock_type::now();
+      auto n_plain = plain_loop(files, a.read_batch, sum_plain);
+      auto rate_plain = n_plain / seconds_since(t0);
 
-    auto rate_plain = n_plain / s_plain;
-    auto rate_quern = n_quern / s_quern;
-    std::cout << std::setprecision(0) << "plain single-threaded loop: " << n_plain
-              << " examples in " << std::setprecision(2) << s_plain
-              << " s = " << std::setprecision(0) << rate_plain << " examples/s\n"
-              << "quern pipeline (" << readers << " readers, "
-              << (fifo ? "batch_join " : "shuffle_batch_join ") << batch_size
-              << "): " << n_quern << " examples in " << std::setprecision(2) << s_quern
-              << " s = " << std::setprecision(0) << rate_quern << " examples/s\n"
-              << "ratio quern/plain: " << std::setprecision(2) << rate_quern / rate_plain
-              << "x (" << std::thread::hardware_concurrency() << " cores)\n";
-    if (n_plain != n_quern ||
-        std::abs(sum_plain - sum_quern) > 1e-6 * std::abs(sum_plain) + 1) {
-      std::cerr << "bench_reading_pipeline: the runs disagree (" << n_plain << " vs "
-                << n_quern << " examples)\n";
-      rc = 1;
+      // Context, not the baseline: the files split between two plain loops
+      // in two threads, what two cores give this work without any queue.
+      std::vector<std::string> even, odd;
+      for (size_t i = 0; i < files.size(); ++i)
+        (i % 2 ? odd : even).push_back(files[i]);
+      double sum_a = 0, sum_b = 0;
+      int64_t n_a = 0, n_b = 0;
+      t0 = clock_type::now();
+      std::thread other{[&] { n_b = plain_loop(odd, a.read_batch, sum_b); }};
+      n_a = plain_loop(even, a.read_batch, sum_a);
+      other.join();
+      two_rates.push_back(static_cast<double>(n_a + n_b) / seconds_since(t0));
+
+      double sum_quern = 0;
+      cpu_split cpu;
+      t0 = clock_type::now();
+      auto n_quern = quern_pipeline(sys, files, a, sum_quern, cpu);
+      auto rate_quern = n_quern / seconds_since(t0);
+      if (n_plain != n_quern ||
+          std::abs(sum_plain - sum_quern) > 1e-6 * std::abs(sum_plain) + 1) {
+        std::cerr << "bench_reading_pipeline: the runs disagree (" << n_plain << " vs "
+                  << n_quern << " examples)\n";
+        rc = 1;
+      }
+      auto per_example = [&](double s) { return s * 1e9 / static_cast<double>(n_quern); };
+      plain_rates.push_back(rate_plain);
+      quern_rates.push_back(rate_quern);
+      ratios.push_back(rate_quern / rate_plain);
+      cpu_consumer.push_back(per_example(cpu.consumer));
+      cpu_detached.push_back(per_example(cpu.detached));
+      cpu_scheduler.push_back(per_example(cpu.scheduler));
+      cpu_total.push_back(per_example(cpu.total()));
+      std::cout << std::setprecision(0) << "round " << round + 1 << ": plain "
+                << rate_plain << "/s, quern " << rate_quern << "/s, ratio "
+                << std::setprecision(2) << rate_quern / rate_plain << "x\n";
     }
+    auto plain = median(plain_rates);
+    std::cout << std::setprecision(0) << "plain single-threaded loop: " << plain
+              << " examples/s = " << 1e9 / plain << " ns per example (median of "
+              << rounds << ")\n"
+              << "two plain loops in two threads (context: no queues): "
+              << median(two_rates) << " examples/s = " << std::setprecision(2)
+              << median(two_rates) / plain << "x\n"
+              << std::setprecision(0) << "quern pipeline (" << a.readers << " readers, "
+              << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
+              << ", consume " << a.consume << "): " << median(quern_rates)
+              << " examples/s\n"
+              << "  CPU per example: " << median(cpu_total) << " ns = readers "
+              << median(cpu_detached) << " + queue actors (CAF scheduler) "
+              << median(cpu_scheduler) << " + consumer " << median(cpu_consumer)
+              << " (medians)\n"
+              << "ratio quern/plain: " << std::setprecision(2) << median(ratios)
+              << "x (median of " << rounds << " rounds, "
+              << std::thread::hardware_concurrency() << " cores)\n";
   } catch (const std::exception& e) {
     std::cerr << "bench_reading_pipeline: " << e.what() << "\n";
     rc = 1;
