@@ -80,61 +80,58 @@ public:
       for (int64_t first = 0; first < r.count; first += max_rows) {
         auto rows = std::min(max_rows, r.count - first);
         auto c = new_chunk(r.data, r.begin + first, rows, r.batched);
+        auto at = refs_.size();
+        refs_.resize(at + static_cast<size_t>(rows));
         for (int64_t i = 0; i < rows; ++i)
-          refs_.push_back(row_ref{c, static_cast<uint32_t>(i)});
+          refs_[at + static_cast<size_t>(i)] = row_ref{c, static_cast<uint32_t>(i)};
       }
     }
   }
 
   void take(size_t n, row_list& out) override {
-    picks_.clear();
-    picks_.reserve(n);
-    for (size_t k = 0; k < n; ++k) {
-      // Lemire's multiply-shift: a uniform index without a division.
-      auto i = static_cast<size_t>(
-          (static_cast<unsigned __int128>(rng_()) * refs_.size()) >> 64);
-      picks_.push_back(refs_[i]);
-      if (i + 1 != refs_.size())
-        refs_[i] = refs_.back();
-      refs_.pop_back();
-    }
-    if (gather_ && n > 1) {
-      // The picks come from a few chunks: number them as gather sources.
-      sources_.clear();
-      gather_picks_.clear();
-      gather_picks_.reserve(n);
-      slot_of_chunk_.resize(chunks_.size(), no_slot);
-      for (auto& p : picks_) {
-        auto& slot = slot_of_chunk_[p.chunk];
-        if (slot == no_slot) {
-          slot = static_cast<uint32_t>(sources_.size());
-          sources_.push_back(p.chunk);
-        }
-        gather_picks_.push_back(
-            tensor::gather_pick{slot, chunks_[p.chunk].begin + p.row});
-      }
-      element batch;
-      batch.components.reserve(dtypes_.size());
-      std::vector<tensor::rows_part> parts(sources_.size());
-      for (size_t c = 0; c < dtypes_.size(); ++c) {
-        for (size_t s = 0; s < sources_.size(); ++s) {
-          const auto& ch = chunks_[sources_[s]];
-          parts[s] = tensor::rows_part{&ch.data.components[c], ch.batched};
-        }
-        batch.components.push_back(
-            tensor::gather_rows(parts, gather_picks_, dtypes_[c], shapes_[c]));
-      }
-      for (auto c : sources_)
-        slot_of_chunk_[c] = no_slot;
-      out.push_back(row_run::batch(std::move(batch), static_cast<int64_t>(n)));
-    } else {
-      for (auto& p : picks_) {
+    if (!gather_ || n == 1) {
+      for (size_t k = 0; k < n; ++k) {
+        auto p = pick();
         const auto& ch = chunks_[p.chunk];
         out.push_back(ch.batched ? ch.data.row(ch.begin + p.row) : ch.data);
+        release_rows(p.chunk, 1);
       }
+      return;
     }
-    for (auto& p : picks_)
-      release_row(p.chunk);
+    // One pass picks the rows and numbers the few chunks they come from as
+    // gather sources; then one gather per component.
+    sources_.clear();
+    taken_.clear();
+    gather_picks_.clear();
+    gather_picks_.reserve(n);
+    slot_of_chunk_.resize(chunks_.size(), no_slot);
+    for (size_t k = 0; k < n; ++k) {
+      auto p = pick();
+      auto& slot = slot_of_chunk_[p.chunk];
+      if (slot == no_slot) {
+        slot = static_cast<uint32_t>(sources_.size());
+        sources_.push_back(p.chunk);
+        taken_.push_back(0);
+      }
+      ++taken_[slot];
+      gather_picks_.push_back(tensor::gather_pick{slot, chunks_[p.chunk].begin + p.row});
+    }
+    element batch;
+    batch.components.reserve(dtypes_.size());
+    std::vector<tensor::rows_part> parts(sources_.size());
+    for (size_t c = 0; c < dtypes_.size(); ++c) {
+      for (size_t s = 0; s < sources_.size(); ++s) {
+        const auto& ch = chunks_[sources_[s]];
+        parts[s] = tensor::rows_part{&ch.data.components[c], ch.batched};
+      }
+      batch.components.push_back(
+          tensor::gather_rows(parts, gather_picks_, dtypes_[c], shapes_[c]));
+    }
+    for (size_t s = 0; s < sources_.size(); ++s) {
+      slot_of_chunk_[sources_[s]] = no_slot;
+      release_rows(sources_[s], taken_[s]);
+    }
+    out.push_back(row_run::batch(std::move(batch), static_cast<int64_t>(n)));
   }
 
   void put_back(row_list&& rows) override { push(rows, rows.size()); }
@@ -165,8 +162,20 @@ private:
     return c;
   }
 
-  void release_row(uint32_t c) {
-    if (--chunks_[c].live == 0) {
+  /// A uniformly random stored row, removed by swapping the last one into
+  /// its slot. Requires size() > 0.
+  row_ref pick() {
+    // Lemire's multiply-shift: a uniform index without a division.
+    auto i = static_cast<size_t>(
+        (static_cast<unsigned __int128>(rng_()) * refs_.size()) >> 64);
+    auto p = refs_[i];
+    refs_[i] = refs_.back();
+    refs_.pop_back();
+    return p;
+  }
+
+  void release_rows(uint32_t c, int64_t rows) {
+    if ((chunks_[c].live -= rows) == 0) {
       chunks_[c].data = element{}; // frees the batch's buffers
       free_.push_back(c);
     }
@@ -178,11 +187,11 @@ private:
   std::vector<chunk> chunks_;
   std::vector<uint32_t> free_;
   std::vector<row_ref> refs_;
-  std::vector<row_ref> picks_;
   // Scratch of take(): the chunks picked from, numbered as gather sources.
   static constexpr uint32_t no_slot = ~uint32_t{0};
   std::vector<uint32_t> slot_of_chunk_;
   std::vector<uint32_t> sources_;
+  std::vector<int64_t> taken_; // rows picked from each source
   std::vector<tensor::gather_pick> gather_picks_;
   std::mt19937_64 rng_;
 };
