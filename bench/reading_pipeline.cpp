@@ -146,7 +146,36 @@ struct pipeline_args {
   int32_t capacity = 0;
   bool fifo = false;
   std::string consume = "stream";
+  int64_t synthetic = 0; // rows per file name; 0: read and parse the files
 };
+
+/// --synthetic: a reader worker that parses nothing: for each file name it
+/// takes, it emits `synthetic` rows of y = 1 in batches of read_batch, so
+/// that the queue and the consumer are measured alone.
+example_source synthetic_source(queue_actor filenames, caf::actor_system& sys,
+                                const pipeline_args& a) {
+  struct state {
+    std::unique_ptr<blocking_queue> files;
+    int64_t left = 0;
+  };
+  auto st = std::make_shared<state>();
+  auto rows_per_file = a.synthetic;
+  auto read_batch = a.read_batch;
+  return example_fn{[st, &sys, filenames, rows_per_file, read_batch]() -> element {
+    if (!st->files)
+      st->files = std::make_unique<blocking_queue>(sys, filenames);
+    if (st->left == 0) {
+      st->files->dequeue(); // throws out_of_range_error once all are taken
+      st->left = rows_per_file;
+    }
+    auto k = std::min(read_batch, st->left);
+    st->left -= k;
+    std::vector<float> zeros(static_cast<size_t>(k), 0.0f);
+    std::vector<float> ones(static_cast<size_t>(k), 1.0f);
+    return element{tensor::vector<float>(zeros), tensor::vector<float>(std::move(zeros)),
+                   tensor::vector<float>(std::move(ones))};
+  }};
+}
 
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,
                        const pipeline_args& a, double& checksum, cpu_split& cpu) {
@@ -157,8 +186,12 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   po.shuffle = false;
   auto filenames = string_input_producer(pipe, files, po);
   std::vector<example_source> sources;
-  for (int r = 0; r < a.readers; ++r)
-    sources.push_back(examples::csv_reader_source(sys, filenames, a.read_batch));
+  for (int r = 0; r < a.readers; ++r) {
+    if (a.synthetic > 0)
+      sources.push_back(synthetic_source(filenames, sys, a));
+    else
+      sources.push_back(examples::csv_reader_source(sys, filenames, a.read_batch));
+  }
   batch_options bo;
   examples::set_csv_signature(bo);
   bo.batch_size = a.batch_size;
@@ -206,6 +239,7 @@ int main(int argc, char** argv) {
   double megabytes = 100;
   int files_n = 32;
   int rounds = 3;
+  bool synthetic = false;
   pipeline_args a;
   po::options_description desc{
       "bench_reading_pipeline: CSV files -> readers -> decode_csv -> shuffle_batch "
@@ -230,6 +264,10 @@ int main(int argc, char** argv) {
              po::value<int32_t>(&a.min_after_dequeue)->default_value(a.min_after_dequeue),
              "shuffle buffer")("fifo", po::bool_switch(&a.fifo),
                                "batch_join (a FIFO queue) instead of shuffle_batch_join")(
+      "synthetic", po::bool_switch(&synthetic),
+      "diagnostic: the readers parse nothing and emit pre-built batches (as many rows "
+      "as the files hold), so the queue and the consumer are measured alone; no "
+      "plain loop")(
       "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
       "how the consumer takes batches: stream (a batch_reader with b.cut(): exact "
       "batches, demand for several kept granted), per-call (one dequeue_up_to request "
@@ -266,6 +304,41 @@ int main(int argc, char** argv) {
   try {
     // About 28 bytes per row.
     auto rows = static_cast<int64_t>(megabytes * 1e6 / 28.0 / files_n) + 1;
+    if (synthetic) {
+      std::vector<std::string> names;
+      for (int f = 0; f < files_n; ++f)
+        names.push_back("synthetic_" + std::to_string(f));
+      a.synthetic = rows;
+      quern::config cfg;
+      caf::actor_system sys{cfg};
+      std::vector<double> rates, cpu_consumer, cpu_scheduler, cpu_workers, cpu_total;
+      for (int round = 0; round < rounds; ++round) {
+        double sum = 0;
+        cpu_split cpu;
+        auto t0 = clock_type::now();
+        auto n = quern_pipeline(sys, names, a, sum, cpu);
+        rates.push_back(n / seconds_since(t0));
+        if (n != rows * files_n || sum != static_cast<double>(n)) {
+          std::cerr << "bench_reading_pipeline: " << n << " of " << rows * files_n
+                    << " synthetic rows came out\n";
+          rc = 1;
+        }
+        auto per_example = [&](double x) { return x * 1e9 / static_cast<double>(n); };
+        cpu_consumer.push_back(per_example(cpu.consumer));
+        cpu_scheduler.push_back(per_example(cpu.scheduler));
+        cpu_workers.push_back(per_example(cpu.detached));
+        cpu_total.push_back(per_example(cpu.total()));
+      }
+      std::cout << std::fixed << std::setprecision(0) << "synthetic batches ("
+                << a.readers << " workers, "
+                << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
+                << ", consume " << a.consume << "): " << median(rates)
+                << " examples/s, CPU per example " << median(cpu_total)
+                << " ns = queue actors (CAF scheduler) " << median(cpu_scheduler)
+                << " + consumer " << median(cpu_consumer) << " + workers "
+                << median(cpu_workers) << " (medians of " << rounds << ")\n";
+      return rc;
+    }
     uint64_t bytes = 0;
     auto t0 = clock_type::now();
     auto files = examples::write_csv_files(dir, files_n, rows, 1, &bytes);
