@@ -135,8 +135,8 @@ enum class batch_cut {
   dequeue_up_to,
 };
 
-/// A consumer of batches on the streaming protocol: keeps demand for up to
-/// 16 batches granted and hands them out one at a time, so the consumer
+/// A consumer of batches on the streaming protocol: keeps demand for several
+/// batches granted and hands them out one at a time, so the consumer
 /// rarely waits for a round trip. With batch_cut::any_size each answer is a
 /// batch of 1..batch_size rows (a view of an enqueued batch when the rows are
 /// consecutive rows of one); with dequeue_many / dequeue_up_to, batches are
@@ -148,8 +148,11 @@ enum class batch_cut {
 /// components must have specified shapes.
 class batch_reader {
 public:
+  /// `window`: with dequeue_many / dequeue_up_to, the batches granted or
+  /// received but not yet handed out, at most (demand goes out in chunks of
+  /// half of it); any_size keeps 16 single-batch pulls granted.
   batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
-               batch_cut cut = batch_cut::any_size);
+               batch_cut cut = batch_cut::any_size, size_t window = 64);
   ~batch_reader();
   batch_reader(const batch_reader&) = delete;
   batch_reader& operator=(const batch_reader&) = delete;
@@ -167,6 +170,7 @@ private:
   queue_actor queue_;
   int32_t batch_size_;
   batch_cut cut_;
+  size_t window_;
   std::deque<element> batches_;
   /// any_size: pulls granted, one batch each.
   size_t outstanding_pulls_ = 0;

@@ -122,6 +122,8 @@ TEST_CASE_METHOD(system_fixture, "bad batches are refused with the queue's error
   CHECK(w.refused() == 3);
   CHECK_THROWS_WITH(batch_reader(sys, q, 0),
                     "batch_reader needs a positive batch size, got 0");
+  CHECK_THROWS_WITH(batch_reader(sys, q, 4, batch_cut::dequeue_many, 1),
+                    "batch_reader needs a window of at least 2 batches, got 1");
   auto unshaped = spawn_fifo_queue(sys, 10, {dtype::int64});
   blocking_queue{sys, unshaped}.enqueue(i64(1));
   batch_reader r{sys, unshaped, 4};
