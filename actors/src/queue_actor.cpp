@@ -287,10 +287,12 @@ private:
         static_cast<caf::response_promise&>(rp).source());
     watch(a.client);
     a.done = completion::promise(rp);
-    if (timeout != wait_forever)
-      // Design rule 2: the queue enforces the deadline and answers itself.
-      arm(a.id, std::max(timeout, caf::timespan{0}));
-    core_.add(std::move(a));
+    auto id = a.id;
+    // Design rule 2: the queue enforces the deadline and answers itself;
+    // only attempts that have to wait need a timer (a consumer that always
+    // passes a timeout would otherwise cost a timer per call).
+    if (core_.add(std::move(a)) && timeout != wait_forever)
+      arm(id, std::max(timeout, caf::timespan{0}));
   }
 
   void watch(const caf::actor_addr& client) {

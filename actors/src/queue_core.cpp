@@ -251,14 +251,29 @@ bool queue_core::has_live_enqueue_attempts() const {
   return !enqueues_.empty();
 }
 
-void queue_core::add(enqueue_attempt a) {
-  enqueues_.push_back(std::move(a));
-  flush();
+namespace {
+
+// A new attempt that is still pending sits at the back, unless later ones
+// were added meanwhile (they were not: add() flushes before returning).
+template <class Attempts>
+bool still_pending(const Attempts& xs, uint64_t id) {
+  return std::any_of(xs.rbegin(), xs.rend(), [id](const auto& x) { return x.id == id; });
 }
 
-void queue_core::add(dequeue_attempt a) {
+} // namespace
+
+bool queue_core::add(enqueue_attempt a) {
+  auto id = a.id;
+  enqueues_.push_back(std::move(a));
+  flush();
+  return still_pending(enqueues_, id);
+}
+
+bool queue_core::add(dequeue_attempt a) {
+  auto id = a.id;
   dequeues_.push_back(std::move(a));
   flush();
+  return still_pending(dequeues_, id);
 }
 
 void queue_core::flush() {

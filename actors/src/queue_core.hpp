@@ -144,7 +144,7 @@ struct dequeue_attempt {
   int32_t n = 1;
   int32_t batches = 1; // pull_many: batches still owed
   bool up_to = false;  // pull_many: dequeue_up_to's end
-  row_list held; // rows taken while waiting for the rest
+  row_list held;       // rows taken while waiting for the rest
   caf::actor_addr client;
   completion done;
 };
@@ -159,8 +159,10 @@ public:
   bool is_closed() const { return closed_; }
 
   /// Appends an attempt and flushes. Validation happened before.
-  void add(enqueue_attempt a);
-  void add(dequeue_attempt a);
+  /// Returns whether the attempt is still pending (it did not complete at
+  /// once), i.e. whether a deadline is worth arming.
+  bool add(enqueue_attempt a);
+  bool add(dequeue_attempt a);
   /// close(cancel_pending_enqueues=true); replies through `done`.
   void close_cancelling(completion done);
   /// Rows a streaming consumer gives back (to the front, in order).
