@@ -1,7 +1,10 @@
 #include "quern/queue.hpp"
 
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <queue>
 #include <unordered_set>
 
 #include <caf/actor_cast.hpp>
@@ -20,19 +23,19 @@ using detail::completion;
 using detail::dequeue_attempt;
 using detail::enqueue_attempt;
 
-/// Arms the deadlines of one queue. A delayed message holds a strong
-/// reference to its receiver until it fires, so a queue that sent deadlines
-/// to itself would outlive its last handle by its longest timeout, and
-/// ~actor_system would wait that long. The relay holds the queue weakly and
-/// is stopped by the queue's on_exit.
+/// Wakes one queue up when its earliest deadline is due. A delayed message
+/// holds a strong reference to its receiver until it fires, so a queue that
+/// sent wake-ups to itself would outlive its last handle by its longest
+/// timeout, and ~actor_system would wait that long. The relay holds the
+/// queue weakly and is stopped by the queue's on_exit.
 caf::behavior deadline_relay(caf::event_based_actor* self, caf::weak_actor_ptr queue) {
   return {
-      [=](deadline_atom, uint64_t id, caf::timespan timeout) {
-        self->delayed_send(self, timeout, deadline_atom::value, id);
+      [=](deadline_atom, uint64_t tag, caf::timespan timeout) {
+        self->delayed_send(self, timeout, deadline_atom::value, tag);
       },
-      [=](deadline_atom, uint64_t id) {
+      [=](deadline_atom, uint64_t tag) {
         if (auto q = queue.lock())
-          caf::anon_send(caf::actor_cast<queue_actor>(q), deadline_atom::value, id);
+          caf::anon_send(caf::actor_cast<queue_actor>(q), deadline_atom::value, tag);
       },
   };
 }
@@ -152,7 +155,7 @@ public:
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
-        [this](deadline_atom, uint64_t id) { core_.expire(id); },
+        [this](deadline_atom, uint64_t) { expire_due(); },
     };
   }
 
@@ -300,13 +303,53 @@ private:
       monitor(client);
   }
 
+  // Deadlines wait in a heap; one wake-up is scheduled for the earliest, so
+  // a consumer whose calls all carry a long timeout costs one timer per
+  // timeout period, not one per call. Entries of attempts that completed
+  // stay until they are due; expiring them is a no-op.
+  using steady = std::chrono::steady_clock;
+  using deadline_entry = std::pair<steady::time_point, uint64_t>;
+
   void arm(uint64_t id, caf::timespan timeout) {
+    auto now = steady::now();
+    // A timeout too long to represent is no deadline at all.
+    if (timeout >
+        std::chrono::duration_cast<caf::timespan>(steady::time_point::max() - now))
+      return;
+    auto due = now + std::chrono::duration_cast<steady::duration>(timeout);
+    deadlines_.push({due, id});
+    schedule_wakeup(due, now);
+  }
+
+  void schedule_wakeup(steady::time_point due, steady::time_point now) {
+    if (wakeup_at_ && *wakeup_at_ <= due)
+      return; // an earlier wake-up will look at this one
     if (!relay_)
       relay_ = spawn(deadline_relay, caf::actor_cast<caf::weak_actor_ptr>(ctrl()));
-    caf::anon_send(relay_, deadline_atom::value, id, timeout);
+    wakeup_at_ = due;
+    caf::anon_send(relay_, deadline_atom::value, uint64_t{0},
+                   std::chrono::duration_cast<caf::timespan>(
+                       std::max(due - now, steady::duration{0})));
+  }
+
+  void expire_due() {
+    auto now = steady::now();
+    if (wakeup_at_ && *wakeup_at_ <= now)
+      wakeup_at_.reset();
+    while (!deadlines_.empty() && deadlines_.top().first <= now) {
+      auto id = deadlines_.top().second;
+      deadlines_.pop();
+      core_.expire(id); // nothing if it completed
+    }
+    if (!deadlines_.empty())
+      schedule_wakeup(deadlines_.top().first, now);
   }
 
   caf::actor relay_;
+  std::priority_queue<deadline_entry, std::vector<deadline_entry>,
+                      std::greater<deadline_entry>>
+      deadlines_;
+  std::optional<steady::time_point> wakeup_at_;
   detail::queue_core core_;
   uint64_t next_id_ = 1;
   std::unordered_set<caf::actor_addr> watched_;
