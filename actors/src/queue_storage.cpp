@@ -1,5 +1,7 @@
 #include <algorithm>
-#include <limits>
+#include <optional>
+
+#include "quern/row_pool.hpp"
 
 #include "queue_core.hpp"
 
@@ -46,16 +48,16 @@ protected:
 /// std::mt19937_64, not Philox: the order is reproducible for a seed pair,
 /// not bit-identical to TensorFlow's.
 ///
-/// Pushed runs stay whole ("chunks"); the queue indexes their rows, so an
-/// enqueue_many of 1,000 rows costs 1,000 small index entries and no row
-/// objects. With fully defined shapes, the rows picked by one take() are
-/// gathered into one new batch: one allocation per component and one copy
-/// per row, whatever the number of rows. A chunk is released when its last
-/// row is taken.
+/// With fully defined shapes the rows live in a row_pool: an enqueued batch
+/// is copied in as one block per component, and the rows one take() picks
+/// come out as one new batch (one buffer for all its components). Without
+/// them (dequeue_many is refused then, Q-6) single rows are kept as
+/// elements.
 class shuffle_storage : public queue_storage {
 public:
-  explicit shuffle_storage(const queue_spec& spec)
-      : dtypes_(spec.dtypes), shapes_(spec.shapes), gather_(spec.shapes_specified()) {
+  explicit shuffle_storage(const queue_spec& spec) {
+    if (spec.shapes_specified())
+      pool_.emplace(spec.dtypes, spec.shapes);
     if (spec.seed == 0 && spec.seed2 == 0) {
       std::random_device rd;
       std::seed_seq seq{rd(), rd(), rd(), rd()};
@@ -68,131 +70,49 @@ public:
     }
   }
 
-  size_t size() const override { return refs_.size(); }
+  size_t size() const override { return pool_ ? pool_->size() : rows_.size(); }
 
   void push(row_list& from, int64_t n) override {
     row_list taken;
     from.move_front(n, taken);
     for (const auto& r : taken.runs()) {
-      // Row numbers are 32-bit: a (theoretical) run of more rows becomes
-      // several chunks.
-      constexpr int64_t max_rows = std::numeric_limits<uint32_t>::max();
-      for (int64_t first = 0; first < r.count; first += max_rows) {
-        auto rows = std::min(max_rows, r.count - first);
-        auto c = new_chunk(r.data, r.begin + first, rows, r.batched);
-        auto at = refs_.size();
-        refs_.resize(at + static_cast<size_t>(rows));
-        for (int64_t i = 0; i < rows; ++i)
-          refs_[at + static_cast<size_t>(i)] = row_ref{c, static_cast<uint32_t>(i)};
+      if (pool_) {
+        pool_->append(r.data, r.begin, r.count, r.batched);
+        continue;
       }
+      for (int64_t i = 0; i < r.count; ++i)
+        rows_.push_back(r.row(i));
     }
   }
 
   void take(size_t n, row_list& out) override {
-    if (!gather_ || n == 1) {
-      for (size_t k = 0; k < n; ++k) {
-        auto p = pick();
-        const auto& ch = chunks_[p.chunk];
-        out.push_back(ch.batched ? ch.data.row(ch.begin + p.row) : ch.data);
-        release_rows(p.chunk, 1);
-      }
+    if (pool_) {
+      auto batch = pool_->take(n, [this](size_t size) { return index_below(size); });
+      if (n == 1)
+        out.push_back(batch.row(0));
+      else
+        out.push_back(row_run::batch(std::move(batch), static_cast<int64_t>(n)));
       return;
     }
-    // One pass picks the rows and numbers the few chunks they come from as
-    // gather sources; then one gather per component.
-    sources_.clear();
-    taken_.clear();
-    gather_picks_.clear();
-    gather_picks_.reserve(n);
-    slot_of_chunk_.resize(chunks_.size(), no_slot);
     for (size_t k = 0; k < n; ++k) {
-      auto p = pick();
-      auto& slot = slot_of_chunk_[p.chunk];
-      if (slot == no_slot) {
-        slot = static_cast<uint32_t>(sources_.size());
-        sources_.push_back(p.chunk);
-        taken_.push_back(0);
-      }
-      ++taken_[slot];
-      gather_picks_.push_back(tensor::gather_pick{slot, chunks_[p.chunk].begin + p.row});
+      auto i = index_below(rows_.size());
+      out.push_back(std::move(rows_[i]));
+      if (i + 1 != rows_.size())
+        rows_[i] = std::move(rows_.back());
+      rows_.pop_back();
     }
-    element batch;
-    batch.components.reserve(dtypes_.size());
-    std::vector<tensor::rows_part> parts(sources_.size());
-    for (size_t c = 0; c < dtypes_.size(); ++c) {
-      for (size_t s = 0; s < sources_.size(); ++s) {
-        const auto& ch = chunks_[sources_[s]];
-        parts[s] = tensor::rows_part{&ch.data.components[c], ch.batched};
-      }
-      batch.components.push_back(
-          tensor::gather_rows(parts, gather_picks_, dtypes_[c], shapes_[c]));
-    }
-    for (size_t s = 0; s < sources_.size(); ++s) {
-      slot_of_chunk_[sources_[s]] = no_slot;
-      release_rows(sources_[s], taken_[s]);
-    }
-    out.push_back(row_run::batch(std::move(batch), static_cast<int64_t>(n)));
   }
 
   void put_back(row_list&& rows) override { push(rows, rows.size()); }
 
 private:
-  struct chunk {
-    element data;
-    int64_t begin = 0; // its first row in `data`
-    bool batched = false;
-    int64_t live = 0; // rows of this chunk still in the queue
-  };
-  // 8 bytes: twice as many fit in a cache line as with 64-bit rows.
-  struct row_ref {
-    uint32_t chunk;
-    uint32_t row; // counted from the chunk's first row
-  };
-
-  uint32_t new_chunk(const element& data, int64_t begin, int64_t rows, bool batched) {
-    uint32_t c;
-    if (!free_.empty()) {
-      c = free_.back();
-      free_.pop_back();
-    } else {
-      c = static_cast<uint32_t>(chunks_.size());
-      chunks_.emplace_back();
-    }
-    chunks_[c] = chunk{data, begin, batched, rows};
-    return c;
+  /// A uniform index in [0, size): Lemire's multiply-shift, no division.
+  size_t index_below(size_t size) {
+    return static_cast<size_t>((static_cast<unsigned __int128>(rng_()) * size) >> 64);
   }
 
-  /// A uniformly random stored row, removed by swapping the last one into
-  /// its slot. Requires size() > 0.
-  row_ref pick() {
-    // Lemire's multiply-shift: a uniform index without a division.
-    auto i = static_cast<size_t>(
-        (static_cast<unsigned __int128>(rng_()) * refs_.size()) >> 64);
-    auto p = refs_[i];
-    refs_[i] = refs_.back();
-    refs_.pop_back();
-    return p;
-  }
-
-  void release_rows(uint32_t c, int64_t rows) {
-    if ((chunks_[c].live -= rows) == 0) {
-      chunks_[c].data = element{}; // frees the batch's buffers
-      free_.push_back(c);
-    }
-  }
-
-  std::vector<dtype> dtypes_;
-  std::vector<tensor_shape> shapes_;
-  bool gather_;
-  std::vector<chunk> chunks_;
-  std::vector<uint32_t> free_;
-  std::vector<row_ref> refs_;
-  // Scratch of take(): the chunks picked from, numbered as gather sources.
-  static constexpr uint32_t no_slot = ~uint32_t{0};
-  std::vector<uint32_t> slot_of_chunk_;
-  std::vector<uint32_t> sources_;
-  std::vector<int64_t> taken_; // rows picked from each source
-  std::vector<tensor::gather_pick> gather_picks_;
+  std::optional<row_pool> pool_; // fully defined shapes
+  std::vector<element> rows_;    // otherwise
   std::mt19937_64 rng_;
 };
 

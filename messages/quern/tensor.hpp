@@ -134,22 +134,6 @@ public:
   static tensor concat_rows(const std::vector<rows_part>& parts, dtype type,
                             const tensor_shape& row_shape);
 
-  /// One row to gather: row `row` of source `source` (ignored for a source
-  /// that is a single row without a leading dimension).
-  struct gather_pick {
-    uint32_t source;
-    int64_t row;
-  };
-
-  /// Copies the picked rows, in order, into one new tensor [n]+row_shape:
-  /// one allocation, one copy per row (a shuffling queue's batch). Each
-  /// source is checked once, so picking many rows out of a few batches is
-  /// cheap. Throws invalid_argument_error on mixed dtypes or shapes, or a
-  /// pick out of range.
-  static tensor gather_rows(const std::vector<rows_part>& sources,
-                            const std::vector<gather_pick>& picks, dtype type,
-                            const tensor_shape& row_shape);
-
   /// Copies this tensor into the top-left corner of a zero tensor of
   /// `target` shape (same rank, every dimension >= ours). Used by padding.
   tensor padded_to(const tensor_shape& target) const;
@@ -187,6 +171,8 @@ public:
   }
 
 private:
+  friend class row_pool; // builds batches straight into a buffer of its own
+
   tensor(dtype type, tensor_shape shape, std::shared_ptr<const detail::tensor_buffer> buf,
          int64_t offset);
 

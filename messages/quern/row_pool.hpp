@@ -1,0 +1,145 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quern/dtype.hpp"
+#include "quern/element.hpp"
+#include "quern/tensor.hpp"
+#include "quern/tensor_shape.hpp"
+
+namespace quern {
+
+/// Rows of one signature (dtypes and fully defined row shapes) kept in
+/// buffers that the pool owns: RandomShuffleQueue's storage. append()
+/// copies a run of rows in; take() removes rows by index, the last row
+/// moving into each freed slot, and returns them as one batch whose
+/// components share one new buffer.
+///
+/// Why copy rows in instead of keeping the enqueued batches and indexing
+/// their rows: a shuffling queue reads every row at a random place. Rows a
+/// reader thread has just written sit in that thread's core cache, and a
+/// random read of each pays a cache-line transfer between cores; a
+/// sequential copy streams a batch over at memory speed, and the random
+/// reads then stay within the pool's own memory. The numeric components of
+/// a row are kept side by side (one record per row), so that a random pick
+/// touches one cache line, not one per component; the slots a take() will
+/// read are prefetched a few picks ahead.
+class row_pool {
+public:
+  /// Throws invalid_argument_error when the counts differ or a row shape is
+  /// not fully defined.
+  row_pool(std::vector<dtype> types, std::vector<tensor_shape> row_shapes);
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  /// Appends rows [begin, begin + count) of `e`, whose components carry a
+  /// leading dimension (`batched`), or `e` itself as one row (!batched,
+  /// begin 0, count 1). Throws invalid_argument_error, appending nothing,
+  /// when a component's dtype or shape does not match or the rows are out
+  /// of range.
+  void append(const element& e, int64_t begin, int64_t count, bool batched);
+
+  /// Removes `n` rows and returns them, in the order taken, as a batch of
+  /// shape [n] + row shape per component. The k-th row taken is the one at
+  /// index `pick(m)` where m is the pool's size at that moment; `pick` must
+  /// return a value below m. Throws invalid_argument_error when n > size().
+  template <class Pick>
+  element take(size_t n, Pick&& pick);
+
+private:
+  struct column {
+    dtype type;
+    tensor_shape row_shape;
+    size_t row_values = 0;            // values per row
+    size_t row_bytes = 0;             // 0 for strings
+    size_t at = 0;                    // numeric: where its bytes start in a record
+    std::vector<std::string> strings; // string rows [0, size_), row_values each
+    unsigned char* out = nullptr;     // take(): where the batch's rows go
+    std::string* out_strings = nullptr;
+  };
+
+  /// take(): a new buffer for n rows of every column; sets each column's out.
+  void start_take(size_t n);
+  /// take(): moves row j out as row i of the batch, the last row into j.
+  void move_out(size_t j, size_t i);
+  /// take(): the batch of the n rows moved out since start_take.
+  element finish_take(size_t n);
+
+  static void copy_bytes(unsigned char* dst, const unsigned char* src, size_t bytes) {
+    // Constant sizes become single moves (scalar rows are the common case).
+    if (bytes == 4)
+      std::memcpy(dst, src, 4);
+    else if (bytes == 8)
+      std::memcpy(dst, src, 8);
+    else if (bytes == 12)
+      std::memcpy(dst, src, 12);
+    else
+      std::memcpy(dst, src, bytes);
+  }
+
+  std::vector<column> columns_;
+  size_t size_ = 0;
+  size_t record_bytes_ = 0;            // the numeric components of one row
+  std::vector<unsigned char> records_; // rows [0, size_), then spare room
+  bool has_strings_ = false;
+  std::shared_ptr<detail::tensor_buffer> taking_; // take()'s buffer in progress
+  std::vector<size_t> offsets_; // take(): each column's offset in taking_, in values
+  std::vector<size_t> picks_;   // take(): the slots, drawn before any is read
+};
+
+template <class Pick>
+element row_pool::take(size_t n, Pick&& pick) {
+  if (n > size_)
+    throw invalid_argument_error("row_pool: cannot take " + std::to_string(n) +
+                                 " rows of " + std::to_string(size_));
+  // The slots depend only on the sizes, so they are drawn first and read
+  // with a few prefetches in flight: the random reads overlap.
+  picks_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    picks_[i] = pick(size_ - i);
+  start_take(n);
+  constexpr size_t ahead = 8;
+  if (record_bytes_ > 0)
+    for (size_t i = 0; i < n && i < ahead; ++i)
+      __builtin_prefetch(records_.data() + picks_[i] * record_bytes_);
+  for (size_t i = 0; i < n; ++i) {
+    if (record_bytes_ > 0 && i + ahead < n)
+      __builtin_prefetch(records_.data() + picks_[i + ahead] * record_bytes_);
+    move_out(picks_[i], i);
+  }
+  return finish_take(n);
+}
+
+inline void row_pool::move_out(size_t j, size_t i) {
+  const size_t last = --size_;
+  if (record_bytes_ > 0) {
+    auto* slot = records_.data() + j * record_bytes_;
+    for (auto& c : columns_)
+      if (c.row_bytes > 0)
+        copy_bytes(c.out + i * c.row_bytes, slot + c.at, c.row_bytes);
+    if (j != last)
+      copy_bytes(slot, records_.data() + last * record_bytes_, record_bytes_);
+  }
+  if (!has_strings_)
+    return;
+  for (auto& c : columns_) {
+    if (c.type != dtype::string)
+      continue;
+    auto* slot = c.strings.data() + j * c.row_values;
+    auto* tail = c.strings.data() + last * c.row_values;
+    for (size_t v = 0; v < c.row_values; ++v) {
+      c.out_strings[i * c.row_values + v] = std::move(slot[v]);
+      if (j != last)
+        slot[v] = std::move(tail[v]);
+    }
+    c.strings.resize(last * c.row_values);
+  }
+}
+
+} // namespace quern

@@ -1,0 +1,133 @@
+#include "quern/row_pool.hpp"
+
+#include <algorithm>
+
+#include "quern/error.hpp"
+
+namespace quern {
+
+row_pool::row_pool(std::vector<dtype> types, std::vector<tensor_shape> row_shapes) {
+  if (types.size() != row_shapes.size())
+    throw invalid_argument_error("row_pool: " + std::to_string(types.size()) +
+                                 " dtypes for " + std::to_string(row_shapes.size()) +
+                                 " shapes");
+  columns_.resize(types.size());
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (!row_shapes[k].fully_defined())
+      throw invalid_argument_error("row_pool: component " + std::to_string(k) +
+                                   " needs a fully defined shape, got " +
+                                   row_shapes[k].to_string());
+    auto& c = columns_[k];
+    c.type = types[k];
+    c.row_values = static_cast<size_t>(row_shapes[k].num_elements());
+    c.row_bytes = c.row_values * dtype_size(c.type);
+    c.row_shape = std::move(row_shapes[k]);
+    c.at = record_bytes_;
+    record_bytes_ += c.row_bytes;
+    has_strings_ = has_strings_ || c.type == dtype::string;
+  }
+  offsets_.resize(columns_.size());
+}
+
+void row_pool::append(const element& e, int64_t begin, int64_t count, bool batched) {
+  if (e.components.size() != columns_.size())
+    throw invalid_argument_error(
+        "row_pool: an element of " + std::to_string(e.components.size()) +
+        " components for a pool of " + std::to_string(columns_.size()));
+  if (!batched && (begin != 0 || count != 1))
+    throw invalid_argument_error("row_pool: a single row is appended as rows [0, 1)");
+  if (begin < 0 || count < 0)
+    throw invalid_argument_error("row_pool: rows [" + std::to_string(begin) + ", " +
+                                 std::to_string(begin + count) + ") out of range");
+  // Everything is checked before anything is copied: nothing half-appended.
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const auto& t = e.components[k];
+    const auto& c = columns_[k];
+    const auto& have = t.shape().dims();
+    const auto& want = c.row_shape.dims();
+    size_t skip = batched ? 1 : 0;
+    bool same = t.type() == c.type && have.size() == want.size() + skip &&
+                std::equal(want.begin(), want.end(), have.begin() + skip);
+    if (!same)
+      throw invalid_argument_error("row_pool: component " + std::to_string(k) + " is " +
+                                   dtype_name(t.type()) + t.shape().to_string() +
+                                   ", not " + (batched ? "a batch of " : "one row of ") +
+                                   dtype_name(c.type) + c.row_shape.to_string());
+    if (batched && begin + count > have[0])
+      throw invalid_argument_error("row_pool: rows [" + std::to_string(begin) + ", " +
+                                   std::to_string(begin + count) +
+                                   ") out of range for leading dimension " +
+                                   std::to_string(have[0]));
+  }
+  const auto rows = static_cast<size_t>(count);
+  const auto first = static_cast<size_t>(begin);
+  if (record_bytes_ > 0) {
+    auto need = (size_ + rows) * record_bytes_;
+    if (records_.size() < need)
+      records_.resize(std::max(need, 2 * records_.size()));
+    for (size_t k = 0; k < columns_.size(); ++k) {
+      const auto& c = columns_[k];
+      if (c.row_bytes == 0)
+        continue;
+      // Component by component: a sequential read of each source.
+      const auto* src = e.components[k].raw() + first * c.row_bytes;
+      auto* dst = records_.data() + size_ * record_bytes_ + c.at;
+      for (size_t r = 0; r < rows; ++r, src += c.row_bytes, dst += record_bytes_)
+        copy_bytes(dst, src, c.row_bytes);
+    }
+  }
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    auto& c = columns_[k];
+    if (c.type != dtype::string)
+      continue;
+    auto v = e.components[k].values<std::string>();
+    auto from = v.begin() + first * c.row_values;
+    c.strings.insert(c.strings.end(), from, from + rows * c.row_values);
+  }
+  size_ += rows;
+}
+
+void row_pool::start_take(size_t n) {
+  // One buffer for the whole batch: numeric columns at 8-byte aligned
+  // offsets of its bytes, string columns one after another in its strings.
+  size_t bytes = 0;
+  size_t strings = 0;
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    auto& c = columns_[k];
+    if (c.type == dtype::string) {
+      offsets_[k] = strings;
+      strings += n * c.row_values;
+    } else {
+      bytes = (bytes + 7) & ~size_t{7};
+      offsets_[k] = c.row_bytes > 0 ? bytes / dtype_size(c.type) : 0;
+      bytes += n * c.row_bytes;
+    }
+  }
+  taking_ = std::make_shared<detail::tensor_buffer>();
+  taking_->bytes.resize(bytes);
+  taking_->strings.resize(strings);
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    auto& c = columns_[k];
+    if (c.type == dtype::string)
+      c.out_strings = taking_->strings.data() + offsets_[k];
+    else
+      c.out = taking_->bytes.data() + offsets_[k] * dtype_size(c.type);
+  }
+}
+
+element row_pool::finish_take(size_t n) {
+  std::shared_ptr<const detail::tensor_buffer> buf = std::move(taking_);
+  element batch;
+  batch.components.reserve(columns_.size());
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    auto& c = columns_[k];
+    c.out = nullptr;
+    c.out_strings = nullptr;
+    batch.components.push_back(tensor(c.type,
+                                      c.row_shape.with_leading(static_cast<int64_t>(n)),
+                                      buf, static_cast<int64_t>(offsets_[k])));
+  }
+  return batch;
+}
+
+} // namespace quern
