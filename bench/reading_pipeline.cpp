@@ -233,6 +233,45 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   return n;
 }
 
+/// --synthetic and --pipeline-only: rounds of the pipeline alone, its rate
+/// and where its CPU time went (medians). Returns the exit code: 1 when a
+/// round did not deliver every row.
+int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& a,
+                    int rounds, int64_t rows, bool synthetic) {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  int rc = 0;
+  std::vector<double> rates, cpu_consumer, cpu_scheduler, cpu_workers, cpu_total;
+  for (int round = 0; round < rounds; ++round) {
+    double sum = 0;
+    cpu_split cpu;
+    auto t0 = clock_type::now();
+    auto n = quern_pipeline(sys, names, a, sum, cpu);
+    rates.push_back(n / seconds_since(t0));
+    // Synthetic rows are y = 1 each.
+    if (n != rows || (synthetic && sum != static_cast<double>(n))) {
+      std::cerr << "bench_reading_pipeline: " << n << " of " << rows
+                << " rows came out\n";
+      rc = 1;
+    }
+    auto per_example = [&](double x) { return x * 1e9 / static_cast<double>(n); };
+    cpu_consumer.push_back(per_example(cpu.consumer));
+    cpu_scheduler.push_back(per_example(cpu.scheduler));
+    cpu_workers.push_back(per_example(cpu.detached));
+    cpu_total.push_back(per_example(cpu.total()));
+  }
+  std::cout << std::fixed << std::setprecision(0)
+            << (synthetic ? "synthetic batches (" : "quern pipeline alone (") << a.readers
+            << (synthetic ? " workers, " : " readers, ")
+            << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
+            << ", consume " << a.consume << "): " << median(rates)
+            << " examples/s, CPU per example " << median(cpu_total)
+            << " ns = queue actors (CAF scheduler) " << median(cpu_scheduler)
+            << " + consumer " << median(cpu_consumer) << " + workers "
+            << median(cpu_workers) << " (medians of " << rounds << ")\n";
+  return rc;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -240,6 +279,7 @@ int main(int argc, char** argv) {
   int files_n = 32;
   int rounds = 3;
   bool synthetic = false;
+  bool pipeline_only = false;
   pipeline_args a;
   po::options_description desc{
       "bench_reading_pipeline: CSV files -> readers -> decode_csv -> shuffle_batch "
@@ -264,6 +304,9 @@ int main(int argc, char** argv) {
              po::value<int32_t>(&a.min_after_dequeue)->default_value(a.min_after_dequeue),
              "shuffle buffer")("fifo", po::bool_switch(&a.fifo),
                                "batch_join (a FIFO queue) instead of shuffle_batch_join")(
+      "pipeline-only", po::bool_switch(&pipeline_only),
+      "diagnostic: only the quern pipeline on the CSV files, no plain loops (for a "
+      "profiler); prints its rate and CPU split")(
       "synthetic", po::bool_switch(&synthetic),
       "diagnostic: the readers parse nothing and emit pre-built batches (as many rows "
       "as the files hold), so the queue and the consumer are measured alone; no "
@@ -300,6 +343,13 @@ int main(int argc, char** argv) {
     std::cerr << "bench_reading_pipeline: cannot create a directory in /tmp\n";
     return 1;
   }
+  struct remove_on_exit {
+    std::string dir;
+    ~remove_on_exit() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
   int rc = 0;
   try {
     // About 28 bytes per row.
@@ -309,35 +359,7 @@ int main(int argc, char** argv) {
       for (int f = 0; f < files_n; ++f)
         names.push_back("synthetic_" + std::to_string(f));
       a.synthetic = rows;
-      quern::config cfg;
-      caf::actor_system sys{cfg};
-      std::vector<double> rates, cpu_consumer, cpu_scheduler, cpu_workers, cpu_total;
-      for (int round = 0; round < rounds; ++round) {
-        double sum = 0;
-        cpu_split cpu;
-        auto t0 = clock_type::now();
-        auto n = quern_pipeline(sys, names, a, sum, cpu);
-        rates.push_back(n / seconds_since(t0));
-        if (n != rows * files_n || sum != static_cast<double>(n)) {
-          std::cerr << "bench_reading_pipeline: " << n << " of " << rows * files_n
-                    << " synthetic rows came out\n";
-          rc = 1;
-        }
-        auto per_example = [&](double x) { return x * 1e9 / static_cast<double>(n); };
-        cpu_consumer.push_back(per_example(cpu.consumer));
-        cpu_scheduler.push_back(per_example(cpu.scheduler));
-        cpu_workers.push_back(per_example(cpu.detached));
-        cpu_total.push_back(per_example(cpu.total()));
-      }
-      std::cout << std::fixed << std::setprecision(0) << "synthetic batches ("
-                << a.readers << " workers, "
-                << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
-                << ", consume " << a.consume << "): " << median(rates)
-                << " examples/s, CPU per example " << median(cpu_total)
-                << " ns = queue actors (CAF scheduler) " << median(cpu_scheduler)
-                << " + consumer " << median(cpu_consumer) << " + workers "
-                << median(cpu_workers) << " (medians of " << rounds << ")\n";
-      return rc;
+      return pipeline_rounds(names, a, rounds, rows * files_n, true);
     }
     uint64_t bytes = 0;
     auto t0 = clock_type::now();
@@ -348,6 +370,8 @@ int main(int argc, char** argv) {
     // Warm the page cache for every run alike.
     double warm = 0;
     plain_loop(files, a.read_batch, warm);
+    if (pipeline_only)
+      return pipeline_rounds(files, a, rounds, rows * files_n, false);
 
     quern::config cfg;
     caf::actor_system sys{cfg};
@@ -419,7 +443,5 @@ int main(int argc, char** argv) {
     std::cerr << "bench_reading_pipeline: " << e.what() << "\n";
     rc = 1;
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   return rc;
 }
