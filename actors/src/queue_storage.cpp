@@ -49,8 +49,8 @@ protected:
 /// not bit-identical to TensorFlow's.
 ///
 /// With fully defined shapes the rows live in a row_pool: an enqueued batch
-/// is copied in as one block per component, and the rows one take() picks
-/// come out as one new batch (one buffer for all its components). Without
+/// is copied in as row records, and the rows one take() picks come out as
+/// one new batch (one buffer for all its components). Without
 /// them (dequeue_many is refused then, Q-6) single rows are kept as
 /// elements.
 class shuffle_storage : public queue_storage {

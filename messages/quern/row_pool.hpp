@@ -37,6 +37,11 @@ public:
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  /// Bytes held for numeric rows, live and spare. Spare room beyond four
+  /// times what the live rows need (and beyond 1 MiB) is given back after a
+  /// take(), so a pool that once held a full queue does not keep that
+  /// memory once drained.
+  size_t reserved_bytes() const { return records_.capacity(); }
 
   /// Appends rows [begin, begin + count) of `e`, whose components carry a
   /// leading dimension (`batched`), or `e` itself as one row (!batched,
@@ -68,7 +73,8 @@ private:
   void start_take(size_t n);
   /// take(): moves row j out as row i of the batch, the last row into j.
   void move_out(size_t j, size_t i);
-  /// take(): the batch of the n rows moved out since start_take.
+  /// take(): the batch of the n rows moved out since start_take; gives
+  /// back spare room (see reserved_bytes).
   element finish_take(size_t n);
 
   static void copy_bytes(unsigned char* dst, const unsigned char* src, size_t bytes) {

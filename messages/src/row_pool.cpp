@@ -116,6 +116,15 @@ void row_pool::start_take(size_t n) {
 }
 
 element row_pool::finish_take(size_t n) {
+  // Hysteresis: shrink to twice the live rows only when four times as much
+  // is held, so that a queue going up and down does not reallocate each time.
+  constexpr size_t keep_always = size_t{1} << 20;
+  auto live = size_ * record_bytes_;
+  if (records_.capacity() > keep_always && records_.capacity() > 4 * live) {
+    std::vector<unsigned char> smaller(std::max(2 * live, keep_always));
+    std::memcpy(smaller.data(), records_.data(), live);
+    records_.swap(smaller);
+  }
   std::shared_ptr<const detail::tensor_buffer> buf = std::move(taking_);
   element batch;
   batch.components.reserve(columns_.size());

@@ -133,3 +133,37 @@ TEST_CASE("row_pool refuses what does not fit and appends nothing then", "[row_p
                     "row_pool: cannot take 3 rows of 2");
   CHECK(pool.size() == 2); // a refused take takes nothing
 }
+
+TEST_CASE("row_pool gives spare memory back once drained, keeping the live rows",
+          "[row_pool]") {
+  row_pool pool{{dtype::int64}, {tensor_shape{2}}};
+  const int64_t n = 200000; // 3.2 MB of rows
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < n; ++i) {
+    values.push_back(i);
+    values.push_back(-i);
+  }
+  pool.append(element{tensor::from_values<int64_t>({n, 2}, values)}, 0, n, true);
+  REQUIRE(pool.reserved_bytes() >= static_cast<size_t>(n) * 16);
+
+  // Always the last row: the first ten rows stay in slots 0..9.
+  auto most =
+      pool.take(static_cast<size_t>(n - 10), [](size_t size) { return size - 1; });
+  CHECK(most.components[0].shape() == tensor_shape({n - 10, 2}));
+  CHECK(pool.size() == 10);
+  CHECK(pool.reserved_bytes() == size_t{1} << 20); // shrunk, 1 MiB kept
+
+  auto rest = pool.take(10, [](size_t) { return size_t{0}; });
+  // Slot 0 each time, the last row moving into it: 0, 9, 8, ..., 1.
+  std::vector<int64_t> want{0, 0};
+  for (int64_t i = 9; i >= 1; --i) {
+    want.push_back(i);
+    want.push_back(-i);
+  }
+  CHECK(rest.components[0].to_vector<int64_t>() == want);
+  // A small pool keeps its room: no reallocation at every take.
+  pool.append(element{tensor::from_values<int64_t>({n, 2}, values)}, 0, 100, true);
+  auto before = pool.reserved_bytes();
+  pool.take(90, [](size_t size) { return size - 1; });
+  CHECK(pool.reserved_bytes() == before);
+}
