@@ -61,18 +61,24 @@ private:
   struct column {
     dtype type;
     tensor_shape row_shape;
-    size_t row_values = 0;            // values per row
-    size_t row_bytes = 0;             // 0 for strings
-    size_t at = 0;                    // numeric: where its bytes start in a record
-    std::vector<std::string> strings; // string rows [0, size_), row_values each
-    unsigned char* out = nullptr;     // take(): where the batch's rows go
-    std::string* out_strings = nullptr;
+    size_t row_values = 0;              // values per row
+    size_t row_bytes = 0;               // 0 for strings
+    size_t at = 0;                      // numeric: where its bytes start in a record
+    std::vector<std::string> strings;   // string rows [0, size_), row_values each
+    std::string* out_strings = nullptr; // take(): where the batch's strings go
+  };
+  /// A numeric column with bytes, as take()'s inner loop needs it.
+  struct numeric_part {
+    size_t at;          // where its bytes start in a record
+    size_t bytes;       // per row
+    unsigned char* out; // take(): where the batch's rows go
   };
 
   /// take(): a new buffer for n rows of every column; sets each column's out.
   void start_take(size_t n);
-  /// take(): moves row j out as row i of the batch, the last row into j.
-  void move_out(size_t j, size_t i);
+  /// take(): moves the strings of row j out as row i of the batch, those of
+  /// row `last` into j.
+  void move_strings_out(size_t j, size_t i, size_t last);
   /// take(): the batch of the n rows moved out since start_take; gives
   /// back spare room (see reserved_bytes).
   element finish_take(size_t n);
@@ -90,6 +96,7 @@ private:
   }
 
   std::vector<column> columns_;
+  std::vector<numeric_part> numeric_; // the columns whose rows have bytes
   size_t size_ = 0;
   size_t record_bytes_ = 0;            // the numeric components of one row
   std::vector<unsigned char> records_; // rows [0, size_), then spare room
@@ -117,35 +124,19 @@ element row_pool::take(size_t n, Pick&& pick) {
   for (size_t i = 0; i < n; ++i) {
     if (record_bytes_ > 0 && i + ahead < n)
       __builtin_prefetch(records_.data() + picks_[i + ahead] * record_bytes_);
-    move_out(picks_[i], i);
+    const size_t j = picks_[i];
+    const size_t last = --size_;
+    if (record_bytes_ > 0) {
+      auto* slot = records_.data() + j * record_bytes_;
+      for (auto& p : numeric_)
+        copy_bytes(p.out + i * p.bytes, slot + p.at, p.bytes);
+      if (j != last)
+        copy_bytes(slot, records_.data() + last * record_bytes_, record_bytes_);
+    }
+    if (has_strings_)
+      move_strings_out(j, i, last);
   }
   return finish_take(n);
-}
-
-inline void row_pool::move_out(size_t j, size_t i) {
-  const size_t last = --size_;
-  if (record_bytes_ > 0) {
-    auto* slot = records_.data() + j * record_bytes_;
-    for (auto& c : columns_)
-      if (c.row_bytes > 0)
-        copy_bytes(c.out + i * c.row_bytes, slot + c.at, c.row_bytes);
-    if (j != last)
-      copy_bytes(slot, records_.data() + last * record_bytes_, record_bytes_);
-  }
-  if (!has_strings_)
-    return;
-  for (auto& c : columns_) {
-    if (c.type != dtype::string)
-      continue;
-    auto* slot = c.strings.data() + j * c.row_values;
-    auto* tail = c.strings.data() + last * c.row_values;
-    for (size_t v = 0; v < c.row_values; ++v) {
-      c.out_strings[i * c.row_values + v] = std::move(slot[v]);
-      if (j != last)
-        slot[v] = std::move(tail[v]);
-    }
-    c.strings.resize(last * c.row_values);
-  }
 }
 
 } // namespace quern

@@ -24,6 +24,8 @@ row_pool::row_pool(std::vector<dtype> types, std::vector<tensor_shape> row_shape
     c.row_shape = std::move(row_shapes[k]);
     c.at = record_bytes_;
     record_bytes_ += c.row_bytes;
+    if (c.row_bytes > 0)
+      numeric_.push_back(numeric_part{c.at, c.row_bytes, nullptr});
     has_strings_ = has_strings_ || c.type == dtype::string;
   }
   offsets_.resize(columns_.size());
@@ -106,12 +108,28 @@ void row_pool::start_take(size_t n) {
   taking_ = std::make_shared<detail::tensor_buffer>();
   taking_->bytes.resize(bytes);
   taking_->strings.resize(strings);
+  size_t part = 0;
   for (size_t k = 0; k < columns_.size(); ++k) {
     auto& c = columns_[k];
     if (c.type == dtype::string)
       c.out_strings = taking_->strings.data() + offsets_[k];
-    else
-      c.out = taking_->bytes.data() + offsets_[k] * dtype_size(c.type);
+    else if (c.row_bytes > 0)
+      numeric_[part++].out = taking_->bytes.data() + offsets_[k] * dtype_size(c.type);
+  }
+}
+
+void row_pool::move_strings_out(size_t j, size_t i, size_t last) {
+  for (auto& c : columns_) {
+    if (c.type != dtype::string)
+      continue;
+    auto* slot = c.strings.data() + j * c.row_values;
+    auto* tail = c.strings.data() + last * c.row_values;
+    for (size_t v = 0; v < c.row_values; ++v) {
+      c.out_strings[i * c.row_values + v] = std::move(slot[v]);
+      if (j != last)
+        slot[v] = std::move(tail[v]);
+    }
+    c.strings.resize(last * c.row_values);
   }
 }
 
@@ -130,7 +148,6 @@ element row_pool::finish_take(size_t n) {
   batch.components.reserve(columns_.size());
   for (size_t k = 0; k < columns_.size(); ++k) {
     auto& c = columns_[k];
-    c.out = nullptr;
     c.out_strings = nullptr;
     batch.components.push_back(tensor(c.type,
                                       c.row_shape.with_leading(static_cast<int64_t>(n)),
