@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -42,6 +43,13 @@ namespace {
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// CPU seconds this thread has used.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double median(std::vector<double> v) {
@@ -379,11 +387,16 @@ int main(int argc, char** argv) {
     // both alike; each figure is the median over the rounds.
     std::vector<double> plain_rates, quern_rates, two_rates, ratios;
     std::vector<double> cpu_consumer, cpu_detached, cpu_scheduler, cpu_total;
+    std::vector<double> plain_cpu, cpu_ratios, busy;
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
     for (int round = 0; round < rounds; ++round) {
       double sum_plain = 0;
       t0 = clock_type::now();
+      auto plain_cpu0 = thread_cpu_seconds();
       auto n_plain = plain_loop(files, a.read_batch, sum_plain);
       auto rate_plain = n_plain / seconds_since(t0);
+      auto plain_ns =
+          (thread_cpu_seconds() - plain_cpu0) * 1e9 / static_cast<double>(n_plain);
 
       // Context, not the baseline: the files split between two plain loops
       // in two threads, what two cores give this work without any queue.
@@ -417,6 +430,11 @@ int main(int argc, char** argv) {
       cpu_detached.push_back(per_example(cpu.detached));
       cpu_scheduler.push_back(per_example(cpu.scheduler));
       cpu_total.push_back(per_example(cpu.total()));
+      // What the wall clock loses: with every core busy on this work the
+      // pipeline would reach cores * plain CPU / pipeline CPU per example.
+      plain_cpu.push_back(plain_ns);
+      cpu_ratios.push_back(cores * plain_ns / per_example(cpu.total()));
+      busy.push_back(rate_quern * cpu.total() / static_cast<double>(n_quern) / cores);
       std::cout << std::setprecision(0) << "round " << round + 1 << ": plain "
                 << rate_plain << "/s, quern " << rate_quern << "/s, ratio "
                 << std::setprecision(2) << rate_quern / rate_plain << "x\n";
@@ -436,6 +454,11 @@ int main(int argc, char** argv) {
               << median(cpu_detached) << " + queue actors (CAF scheduler) "
               << median(cpu_scheduler) << " + consumer " << median(cpu_consumer)
               << " (medians)\n"
+              << "  by CPU (context): the plain loop uses " << median(plain_cpu)
+              << " ns per example; with every core busy the pipeline would reach "
+              << std::setprecision(2) << median(cpu_ratios) << "x; its cores were busy "
+              << std::setprecision(0) << 100 * median(busy)
+              << "% of its run (the rest: idle, or taken by other guests)\n"
               << "ratio quern/plain: " << std::setprecision(2) << median(ratios)
               << "x (median of " << rounds << " rounds, "
               << std::thread::hardware_concurrency() << " cores)\n";
