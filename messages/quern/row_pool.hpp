@@ -63,12 +63,12 @@ private:
     tensor_shape row_shape;
     size_t row_values = 0;              // values per row
     size_t row_bytes = 0;               // 0 for strings
-    size_t at = 0;                      // numeric: where its bytes start in a record
     std::vector<std::string> strings;   // string rows [0, size_), row_values each
     std::string* out_strings = nullptr; // take(): where the batch's strings go
   };
   /// A numeric column with bytes, as take()'s inner loop needs it.
   struct numeric_part {
+    size_t component;   // its index in columns_ and in an element
     size_t at;          // where its bytes start in a record
     size_t bytes;       // per row
     unsigned char* out; // take(): where the batch's rows go

@@ -22,10 +22,9 @@ row_pool::row_pool(std::vector<dtype> types, std::vector<tensor_shape> row_shape
     c.row_values = static_cast<size_t>(row_shapes[k].num_elements());
     c.row_bytes = c.row_values * dtype_size(c.type);
     c.row_shape = std::move(row_shapes[k]);
-    c.at = record_bytes_;
-    record_bytes_ += c.row_bytes;
     if (c.row_bytes > 0)
-      numeric_.push_back(numeric_part{c.at, c.row_bytes, nullptr});
+      numeric_.push_back(numeric_part{k, record_bytes_, c.row_bytes, nullptr});
+    record_bytes_ += c.row_bytes;
     has_strings_ = has_strings_ || c.type == dtype::string;
   }
   offsets_.resize(columns_.size());
@@ -67,15 +66,12 @@ void row_pool::append(const element& e, int64_t begin, int64_t count, bool batch
     auto need = (size_ + rows) * record_bytes_;
     if (records_.size() < need)
       records_.resize(std::max(need, 2 * records_.size()));
-    for (size_t k = 0; k < columns_.size(); ++k) {
-      const auto& c = columns_[k];
-      if (c.row_bytes == 0)
-        continue;
+    for (const auto& p : numeric_) {
       // Component by component: a sequential read of each source.
-      const auto* src = e.components[k].raw() + first * c.row_bytes;
-      auto* dst = records_.data() + size_ * record_bytes_ + c.at;
-      for (size_t r = 0; r < rows; ++r, src += c.row_bytes, dst += record_bytes_)
-        copy_bytes(dst, src, c.row_bytes);
+      const auto* src = e.components[p.component].raw() + first * p.bytes;
+      auto* dst = records_.data() + size_ * record_bytes_ + p.at;
+      for (size_t r = 0; r < rows; ++r, src += p.bytes, dst += record_bytes_)
+        copy_bytes(dst, src, p.bytes);
     }
   }
   for (size_t k = 0; k < columns_.size(); ++k) {
@@ -108,14 +104,12 @@ void row_pool::start_take(size_t n) {
   taking_ = std::make_shared<detail::tensor_buffer>();
   taking_->bytes.resize(bytes);
   taking_->strings.resize(strings);
-  size_t part = 0;
-  for (size_t k = 0; k < columns_.size(); ++k) {
-    auto& c = columns_[k];
-    if (c.type == dtype::string)
-      c.out_strings = taking_->strings.data() + offsets_[k];
-    else if (c.row_bytes > 0)
-      numeric_[part++].out = taking_->bytes.data() + offsets_[k] * dtype_size(c.type);
-  }
+  for (size_t k = 0; k < columns_.size(); ++k)
+    if (columns_[k].type == dtype::string)
+      columns_[k].out_strings = taking_->strings.data() + offsets_[k];
+  for (auto& p : numeric_)
+    p.out = taking_->bytes.data() +
+            offsets_[p.component] * dtype_size(columns_[p.component].type);
 }
 
 void row_pool::move_strings_out(size_t j, size_t i, size_t last) {
