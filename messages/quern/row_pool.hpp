@@ -2,7 +2,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +73,9 @@ private:
     unsigned char* out; // take(): where the batch's rows go
   };
 
+  /// take(), once the slots are drawn into picks_: moves the n picked rows
+  /// out (the last row into each freed slot) and returns them as one batch.
+  element take_picked(size_t n);
   /// take(): a new buffer for n rows of every column; sets each column's out.
   void start_take(size_t n);
   /// take(): moves the strings of row j out as row i of the batch, those of
@@ -82,18 +84,6 @@ private:
   /// take(): the batch of the n rows moved out since start_take; gives
   /// back spare room (see reserved_bytes).
   element finish_take(size_t n);
-
-  static void copy_bytes(unsigned char* dst, const unsigned char* src, size_t bytes) {
-    // Constant sizes become single moves (scalar rows are the common case).
-    if (bytes == 4)
-      std::memcpy(dst, src, 4);
-    else if (bytes == 8)
-      std::memcpy(dst, src, 8);
-    else if (bytes == 12)
-      std::memcpy(dst, src, 12);
-    else
-      std::memcpy(dst, src, bytes);
-  }
 
   std::vector<column> columns_;
   std::vector<numeric_part> numeric_; // the columns whose rows have bytes
@@ -104,6 +94,7 @@ private:
   std::shared_ptr<detail::tensor_buffer> taking_; // take()'s buffer in progress
   std::vector<size_t> offsets_; // take(): each column's offset in taking_, in values
   std::vector<size_t> picks_;   // take(): the slots, drawn before any is read
+  std::vector<unsigned char> staged_; // take(): the picked records, in pick order
 };
 
 template <class Pick>
@@ -111,32 +102,12 @@ element row_pool::take(size_t n, Pick&& pick) {
   if (n > size_)
     throw invalid_argument_error("row_pool: cannot take " + std::to_string(n) +
                                  " rows of " + std::to_string(size_));
-  // The slots depend only on the sizes, so they are drawn first and read
-  // with a few prefetches in flight: the random reads overlap.
+  // The slots depend only on the sizes, so they are all drawn first; the
+  // copying then runs without calls into the generator (take_picked).
   picks_.resize(n);
   for (size_t i = 0; i < n; ++i)
     picks_[i] = pick(size_ - i);
-  start_take(n);
-  constexpr size_t ahead = 8;
-  if (record_bytes_ > 0)
-    for (size_t i = 0; i < n && i < ahead; ++i)
-      __builtin_prefetch(records_.data() + picks_[i] * record_bytes_);
-  for (size_t i = 0; i < n; ++i) {
-    if (record_bytes_ > 0 && i + ahead < n)
-      __builtin_prefetch(records_.data() + picks_[i + ahead] * record_bytes_);
-    const size_t j = picks_[i];
-    const size_t last = --size_;
-    if (record_bytes_ > 0) {
-      auto* slot = records_.data() + j * record_bytes_;
-      for (auto& p : numeric_)
-        copy_bytes(p.out + i * p.bytes, slot + p.at, p.bytes);
-      if (j != last)
-        copy_bytes(slot, records_.data() + last * record_bytes_, record_bytes_);
-    }
-    if (has_strings_)
-      move_strings_out(j, i, last);
-  }
-  return finish_take(n);
+  return take_picked(n);
 }
 
 } // namespace quern

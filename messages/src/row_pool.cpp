@@ -1,10 +1,90 @@
 #include "quern/row_pool.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "quern/error.hpp"
 
 namespace quern {
+
+namespace {
+
+// The copy loops of append() and take(), with the sizes that rows of
+// scalars and small vectors have known at compile time: a copy of a
+// constant size is one or two moves, where a run-time size is a call.
+
+template <size_t Bytes>
+void strided_copy_of(unsigned char* dst, size_t dst_stride, const unsigned char* src,
+                     size_t src_stride, size_t n) {
+  for (size_t i = 0; i < n; ++i, dst += dst_stride, src += src_stride)
+    std::memcpy(dst, src, Bytes);
+}
+
+/// n copies of `bytes` bytes, the i-th from src + i * src_stride to
+/// dst + i * dst_stride.
+void strided_copy(unsigned char* dst, size_t dst_stride, const unsigned char* src,
+                  size_t src_stride, size_t bytes, size_t n) {
+  switch (bytes) {
+  case 1:
+    return strided_copy_of<1>(dst, dst_stride, src, src_stride, n);
+  case 2:
+    return strided_copy_of<2>(dst, dst_stride, src, src_stride, n);
+  case 4:
+    return strided_copy_of<4>(dst, dst_stride, src, src_stride, n);
+  case 8:
+    return strided_copy_of<8>(dst, dst_stride, src, src_stride, n);
+  case 16:
+    return strided_copy_of<16>(dst, dst_stride, src, src_stride, n);
+  default:
+    for (size_t i = 0; i < n; ++i, dst += dst_stride, src += src_stride)
+      std::memcpy(dst, src, bytes);
+  }
+}
+
+/// Copies the records at `picks` (slots of a pool of `size` records of
+/// `bytes` each; Bytes is that size when known at compile time, else 0) to
+/// `staged` in pick order, moving the last record into each freed slot:
+/// the random reads of a take, with prefetches a few picks ahead so that
+/// their cache misses overlap.
+template <size_t Bytes>
+void stage_picks_of(unsigned char* records, size_t size, const size_t* picks, size_t n,
+                    unsigned char* staged, size_t bytes = Bytes) {
+  constexpr size_t ahead = 8;
+  const size_t rb = Bytes > 0 ? Bytes : bytes;
+  for (size_t i = 0; i < n && i < ahead; ++i)
+    __builtin_prefetch(records + picks[i] * rb);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + ahead < n)
+      __builtin_prefetch(records + picks[i + ahead] * rb);
+    auto* slot = records + picks[i] * rb;
+    const size_t last = size - 1 - i;
+    std::memcpy(staged + i * rb, slot, Bytes > 0 ? Bytes : rb);
+    if (picks[i] != last)
+      std::memcpy(slot, records + last * rb, Bytes > 0 ? Bytes : rb);
+  }
+}
+
+void stage_picks(unsigned char* records, size_t size, const size_t* picks, size_t n,
+                 unsigned char* staged, size_t record_bytes) {
+  switch (record_bytes) {
+  case 4:
+    return stage_picks_of<4>(records, size, picks, n, staged);
+  case 8:
+    return stage_picks_of<8>(records, size, picks, n, staged);
+  case 12:
+    return stage_picks_of<12>(records, size, picks, n, staged);
+  case 16:
+    return stage_picks_of<16>(records, size, picks, n, staged);
+  case 24:
+    return stage_picks_of<24>(records, size, picks, n, staged);
+  case 32:
+    return stage_picks_of<32>(records, size, picks, n, staged);
+  default:
+    return stage_picks_of<0>(records, size, picks, n, staged, record_bytes);
+  }
+}
+
+} // namespace
 
 row_pool::row_pool(std::vector<dtype> types, std::vector<tensor_shape> row_shapes) {
   if (types.size() != row_shapes.size())
@@ -66,13 +146,10 @@ void row_pool::append(const element& e, int64_t begin, int64_t count, bool batch
     auto need = (size_ + rows) * record_bytes_;
     if (records_.size() < need)
       records_.resize(std::max(need, 2 * records_.size()));
-    for (const auto& p : numeric_) {
-      // Component by component: a sequential read of each source.
-      const auto* src = e.components[p.component].raw() + first * p.bytes;
-      auto* dst = records_.data() + size_ * record_bytes_ + p.at;
-      for (size_t r = 0; r < rows; ++r, src += p.bytes, dst += record_bytes_)
-        copy_bytes(dst, src, p.bytes);
-    }
+    for (const auto& p : numeric_) // component by component: a sequential read of each
+      strided_copy(records_.data() + size_ * record_bytes_ + p.at, record_bytes_,
+                   e.components[p.component].raw() + first * p.bytes, p.bytes, p.bytes,
+                   rows);
   }
   for (size_t k = 0; k < columns_.size(); ++k) {
     auto& c = columns_[k];
@@ -83,6 +160,27 @@ void row_pool::append(const element& e, int64_t begin, int64_t count, bool batch
     c.strings.insert(c.strings.end(), from, from + rows * c.row_values);
   }
   size_ += rows;
+}
+
+element row_pool::take_picked(size_t n) {
+  start_take(n);
+  if (record_bytes_ > 0) {
+    // The picked records in pick order first, then each numeric column
+    // copied out of them: the per-row loop does only the random reads and
+    // the swap-remove, the column copies are strided loops of a known size.
+    if (staged_.size() < n * record_bytes_)
+      staged_.resize(n * record_bytes_);
+    stage_picks(records_.data(), size_, picks_.data(), n, staged_.data(), record_bytes_);
+    for (const auto& p : numeric_)
+      strided_copy(p.out, p.bytes, staged_.data() + p.at, record_bytes_, p.bytes, n);
+    if (staged_.size() > (size_t{1} << 20)) // a huge take: not kept for the next
+      std::vector<unsigned char>().swap(staged_);
+  }
+  if (has_strings_)
+    for (size_t i = 0; i < n; ++i) // the same slots, the same swap-remove order
+      move_strings_out(picks_[i], i, size_ - 1 - i);
+  size_ -= n;
+  return finish_take(n);
 }
 
 void row_pool::start_take(size_t n) {

@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+
 #include "quern/row_pool.hpp"
 
 using namespace quern;
@@ -166,4 +170,149 @@ TEST_CASE("row_pool gives spare memory back once drained, keeping the live rows"
   auto before = pool.reserved_bytes();
   pool.take(90, [](size_t size) { return size - 1; });
   CHECK(pool.reserved_bytes() == before);
+}
+
+namespace {
+
+/// One layout of a row: (dtype, values per row) per component.
+struct layout {
+  std::vector<dtype> types;
+  std::vector<int64_t> widths;
+};
+
+/// A number that tells value v of component k of row r from its neighbours,
+/// below 250 so that every numeric dtype below holds it exactly.
+double tag(int64_t r, size_t k, int64_t v) {
+  return static_cast<double>((r * 7 + static_cast<int64_t>(k) * 3 + v) % 250);
+}
+
+tensor column_of(dtype t, int64_t first, int64_t rows, size_t k, int64_t width) {
+  tensor_shape shape = width == 1 ? tensor_shape{rows} : tensor_shape{rows, width};
+  auto fill = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> values;
+    for (int64_t r = first; r < first + rows; ++r)
+      for (int64_t v = 0; v < width; ++v)
+        values.push_back(static_cast<T>(tag(r, k, v)));
+    return tensor::from_values<T>(shape, std::move(values));
+  };
+  switch (t) {
+  case dtype::float32:
+    return fill(float{});
+  case dtype::float64:
+    return fill(double{});
+  case dtype::int32:
+    return fill(int32_t{});
+  case dtype::int64:
+    return fill(int64_t{});
+  case dtype::uint8:
+    return fill(uint8_t{});
+  default:
+    throw std::logic_error("column_of: no such test dtype");
+  }
+}
+
+std::vector<double> as_doubles(const tensor& t) {
+  auto convert = [&](auto zero) {
+    using T = decltype(zero);
+    auto v = t.to_vector<T>();
+    return std::vector<double>(v.begin(), v.end());
+  };
+  switch (t.type()) {
+  case dtype::float32:
+    return convert(float{});
+  case dtype::float64:
+    return convert(double{});
+  case dtype::int32:
+    return convert(int32_t{});
+  case dtype::int64:
+    return convert(int64_t{});
+  case dtype::uint8:
+    return convert(uint8_t{});
+  default:
+    throw std::logic_error("as_doubles: no such test dtype");
+  }
+}
+
+} // namespace
+
+TEST_CASE("row_pool takes the picked rows of every record size, as a model of "
+          "swap-remove says",
+          "[row_pool]") {
+  // Record sizes 1, 4, 8, 12, 16, 24, 32 (copied with sizes known at compile
+  // time) and 13, 20 (any size), with columns of 1, 4 and 8 bytes per value.
+  std::vector<layout> layouts{
+      {{dtype::uint8}, {1}},
+      {{dtype::float32}, {1}},
+      {{dtype::int64}, {1}},
+      {{dtype::float32, dtype::float32, dtype::float32}, {1, 1, 1}},
+      {{dtype::int32, dtype::float32}, {3, 1}},
+      {{dtype::float64}, {3}},
+      {{dtype::float64, dtype::int64}, {2, 2}},
+      {{dtype::uint8, dtype::float32, dtype::int64}, {1, 1, 1}},
+      {{dtype::int64, dtype::float32}, {2, 1}},
+  };
+  for (const auto& l : layouts) {
+    std::vector<tensor_shape> shapes;
+    for (auto w : l.widths)
+      shapes.push_back(w == 1 ? tensor_shape{} : tensor_shape{w});
+    row_pool pool{l.types, shapes};
+    std::vector<int64_t> model; // the id of the row in each slot
+    std::mt19937_64 gen{42};
+    int64_t next_row = 0;
+    for (int round = 0; round < 6; ++round) {
+      const int64_t rows = 50 + round * 37;
+      element batch;
+      for (size_t k = 0; k < l.types.size(); ++k)
+        batch.components.push_back(column_of(l.types[k], next_row, rows, k, l.widths[k]));
+      // Rows [3, rows): a run that does not start at the batch's first row.
+      pool.append(batch, 3, rows - 3, true);
+      for (int64_t r = next_row + 3; r < next_row + rows; ++r)
+        model.push_back(r);
+      next_row += rows;
+
+      const size_t n = std::min<size_t>(model.size(), 29 + 11 * round);
+      std::vector<size_t> picked;
+      auto out = pool.take(n, [&](size_t size) {
+        picked.push_back(static_cast<size_t>(gen() % size));
+        return picked.back();
+      });
+      // The same picks on the model: the row at the slot, the last into it.
+      std::vector<int64_t> taken;
+      for (auto j : picked) {
+        taken.push_back(model[j]);
+        model[j] = model.back();
+        model.pop_back();
+      }
+      REQUIRE(pool.size() == model.size());
+      REQUIRE(out.components.size() == l.types.size());
+      for (size_t k = 0; k < l.types.size(); ++k) {
+        auto want_shape = l.widths[k] == 1
+                              ? tensor_shape{static_cast<int64_t>(n)}
+                              : tensor_shape{static_cast<int64_t>(n), l.widths[k]};
+        CHECK(out.components[k].shape() == want_shape);
+        CHECK(out.components[k].type() == l.types[k]);
+        std::vector<double> want;
+        for (auto r : taken)
+          for (int64_t v = 0; v < l.widths[k]; ++v)
+            want.push_back(tag(r, k, v));
+        CHECK(as_doubles(out.components[k]) == want);
+      }
+    }
+    // The rest, so every stored value was read once.
+    std::vector<size_t> picked;
+    auto rest = pool.take(model.size(), [&](size_t size) {
+      picked.push_back(size - 1);
+      return size - 1;
+    });
+    std::vector<double> want;
+    for (auto it = model.rbegin(); it != model.rend(); ++it)
+      want.push_back(tag(*it, 0, 0));
+    auto first_values = as_doubles(rest.components[0]);
+    std::vector<double> got;
+    for (size_t i = 0; i < model.size(); ++i)
+      got.push_back(first_values[i * static_cast<size_t>(l.widths[0])]);
+    CHECK(got == want);
+    CHECK(pool.empty());
+  }
 }
