@@ -384,7 +384,7 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
     row_list rows;
     take(std::min(avail, static_cast<size_t>(a.n)), rows);
     if (a.what == dequeue_attempt::op::pull_batch)
-      a.done.deliver_batch(self_, make_batch(rows), caf::none);
+      a.done.deliver_batch(self_, take_batch(rows), caf::none);
     else
       a.done.deliver_rows(self_, rows.take_elements(), caf::none);
     return progress::complete;
@@ -412,8 +412,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
     if (closed_ && size < remaining) {
       if (a.up_to && a.held.size() + static_cast<int64_t>(size) > 0) {
         take(size, a.held);
-        ready.push_back(make_batch(a.held));
-        a.held.clear();
+        ready.push_back(take_batch(a.held));
         --a.batches;
         progressed = true;
         continue;
@@ -434,8 +433,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
     progressed = true;
     if (static_cast<size_t>(a.held.size()) < n)
       break;
-    ready.push_back(make_batch(a.held));
-    a.held.clear();
+    ready.push_back(take_batch(a.held));
     --a.batches;
   }
   if (!ready.empty() || end)
@@ -446,8 +444,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
 }
 
 void queue_core::complete_many(dequeue_attempt& a) {
-  a.done.deliver_element(self_, make_batch(a.held));
-  a.held.clear();
+  a.done.deliver_element(self_, take_batch(a.held));
 }
 
 queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
@@ -503,6 +500,25 @@ queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
     return progress::complete;
   }
   return progress::none;
+}
+
+element queue_core::take_batch(row_list& rows) const {
+  if (rows.runs().size() == 1) {
+    auto& r = rows.runs().front();
+    bool whole = r.batched && r.begin == 0 &&
+                 r.data.components.size() == spec_.num_components() &&
+                 !spec_.shapes.empty();
+    for (size_t i = 0; whole && i < spec_.num_components(); ++i)
+      whole = spec_.shapes[i].fully_defined() && r.data.components[i].dim0() == r.count;
+    if (whole) {
+      auto batch = std::move(rows.front_data());
+      rows.clear();
+      return batch;
+    }
+  }
+  auto batch = make_batch(rows);
+  rows.clear();
+  return batch;
 }
 
 element queue_core::make_batch(const row_list& rows) const {

@@ -47,6 +47,8 @@ public:
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const std::deque<row_run>& runs() const { return runs_; }
+  /// The element of the first run, to move out of a list about to be cleared.
+  element& front_data() { return runs_.front().data; }
 
   void push_back(row_run r);
   void push_back(element single) { push_back(row_run::single(std::move(single))); }
@@ -181,6 +183,9 @@ public:
 
   /// Builds the batch of `rows` for dequeue_many/up_to (padding included).
   element make_batch(const row_list& rows) const;
+  /// The same, leaving `rows` empty: a list that is one whole batch (what a
+  /// shuffle take returns) is moved out as it is, without a copy.
+  element take_batch(row_list& rows) const;
 
   /// The "<Kind> '<name>'" prefix used in enqueue-side messages.
   std::string enqueue_name() const;
