@@ -13,75 +13,63 @@ namespace {
 // scalars and small vectors have known at compile time: a copy of a
 // constant size is one or two moves, where a run-time size is a call.
 
-template <size_t Bytes>
-void strided_copy_of(unsigned char* dst, size_t dst_stride, const unsigned char* src,
-                     size_t src_stride, size_t n) {
-  for (size_t i = 0; i < n; ++i, dst += dst_stride, src += src_stride)
-    std::memcpy(dst, src, Bytes);
+/// Runs Kernel::run<B>(args...) with the B of `Known` that equals `bytes`,
+/// or with B = 0 (the size known only at run time). The kernels take their
+/// pointers by value: byte stores may alias anything in memory, and
+/// pointers kept there (a lambda's captures) would be reloaded after each.
+template <class Kernel, size_t... Known, class... Args>
+void with_size(size_t bytes, Args... args) {
+  bool known = ((bytes == Known && (Kernel::template run<Known>(args...), true)) || ...);
+  if (!known)
+    Kernel::template run<0>(args...);
 }
 
 /// n copies of `bytes` bytes, the i-th from src + i * src_stride to
 /// dst + i * dst_stride.
+struct strided_copy_kernel {
+  template <size_t Bytes>
+  static void run(unsigned char* dst, size_t dst_stride, const unsigned char* src,
+                  size_t src_stride, size_t bytes, size_t n) {
+    const size_t b = Bytes > 0 ? Bytes : bytes;
+    for (size_t i = 0; i < n; ++i, dst += dst_stride, src += src_stride)
+      std::memcpy(dst, src, b);
+  }
+};
+
 void strided_copy(unsigned char* dst, size_t dst_stride, const unsigned char* src,
                   size_t src_stride, size_t bytes, size_t n) {
-  switch (bytes) {
-  case 1:
-    return strided_copy_of<1>(dst, dst_stride, src, src_stride, n);
-  case 2:
-    return strided_copy_of<2>(dst, dst_stride, src, src_stride, n);
-  case 4:
-    return strided_copy_of<4>(dst, dst_stride, src, src_stride, n);
-  case 8:
-    return strided_copy_of<8>(dst, dst_stride, src, src_stride, n);
-  case 16:
-    return strided_copy_of<16>(dst, dst_stride, src, src_stride, n);
-  default:
-    for (size_t i = 0; i < n; ++i, dst += dst_stride, src += src_stride)
-      std::memcpy(dst, src, bytes);
-  }
+  with_size<strided_copy_kernel, 1, 2, 4, 8, 16>(bytes, dst, dst_stride, src, src_stride,
+                                                 bytes, n);
 }
 
 /// Copies the records at `picks` (slots of a pool of `size` records of
-/// `bytes` each; Bytes is that size when known at compile time, else 0) to
-/// `staged` in pick order, moving the last record into each freed slot:
-/// the random reads of a take, with prefetches a few picks ahead so that
-/// their cache misses overlap.
-template <size_t Bytes>
-void stage_picks_of(unsigned char* records, size_t size, const size_t* picks, size_t n,
-                    unsigned char* staged, size_t bytes = Bytes) {
-  constexpr size_t ahead = 8;
-  const size_t rb = Bytes > 0 ? Bytes : bytes;
-  for (size_t i = 0; i < n && i < ahead; ++i)
-    __builtin_prefetch(records + picks[i] * rb);
-  for (size_t i = 0; i < n; ++i) {
-    if (i + ahead < n)
-      __builtin_prefetch(records + picks[i + ahead] * rb);
-    auto* slot = records + picks[i] * rb;
-    const size_t last = size - 1 - i;
-    std::memcpy(staged + i * rb, slot, Bytes > 0 ? Bytes : rb);
-    if (picks[i] != last)
-      std::memcpy(slot, records + last * rb, Bytes > 0 ? Bytes : rb);
+/// `bytes` each) to `staged` in pick order, moving the last record into
+/// each freed slot: the random reads of a take, with prefetches a few picks
+/// ahead so that their cache misses overlap.
+struct stage_picks_kernel {
+  template <size_t Bytes>
+  static void run(unsigned char* records, size_t size, const size_t* picks, size_t n,
+                  unsigned char* staged, size_t bytes) {
+    const size_t rb = Bytes > 0 ? Bytes : bytes;
+    constexpr size_t ahead = 8;
+    for (size_t i = 0; i < n && i < ahead; ++i)
+      __builtin_prefetch(records + picks[i] * rb);
+    for (size_t i = 0; i < n; ++i) {
+      if (i + ahead < n)
+        __builtin_prefetch(records + picks[i + ahead] * rb);
+      auto* slot = records + picks[i] * rb;
+      const size_t last = size - 1 - i;
+      std::memcpy(staged + i * rb, slot, rb);
+      if (picks[i] != last)
+        std::memcpy(slot, records + last * rb, rb);
+    }
   }
-}
+};
 
 void stage_picks(unsigned char* records, size_t size, const size_t* picks, size_t n,
-                 unsigned char* staged, size_t record_bytes) {
-  switch (record_bytes) {
-  case 4:
-    return stage_picks_of<4>(records, size, picks, n, staged);
-  case 8:
-    return stage_picks_of<8>(records, size, picks, n, staged);
-  case 12:
-    return stage_picks_of<12>(records, size, picks, n, staged);
-  case 16:
-    return stage_picks_of<16>(records, size, picks, n, staged);
-  case 24:
-    return stage_picks_of<24>(records, size, picks, n, staged);
-  case 32:
-    return stage_picks_of<32>(records, size, picks, n, staged);
-  default:
-    return stage_picks_of<0>(records, size, picks, n, staged, record_bytes);
-  }
+                 unsigned char* staged, size_t bytes) {
+  with_size<stage_picks_kernel, 4, 8, 12, 16, 24, 32>(bytes, records, size, picks, n,
+                                                      staged, bytes);
 }
 
 } // namespace

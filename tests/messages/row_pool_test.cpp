@@ -186,52 +186,42 @@ double tag(int64_t r, size_t k, int64_t v) {
   return static_cast<double>((r * 7 + static_cast<int64_t>(k) * 3 + v) % 250);
 }
 
+/// f(T{}) with T the C++ type of the numeric dtype t.
+template <class F>
+auto with_type(dtype t, F&& f) {
+  switch (t) {
+  case dtype::float32:
+    return f(float{});
+  case dtype::float64:
+    return f(double{});
+  case dtype::int32:
+    return f(int32_t{});
+  case dtype::int64:
+    return f(int64_t{});
+  case dtype::uint8:
+    return f(uint8_t{});
+  default:
+    throw std::logic_error("with_type: no such test dtype");
+  }
+}
+
 tensor column_of(dtype t, int64_t first, int64_t rows, size_t k, int64_t width) {
   tensor_shape shape = width == 1 ? tensor_shape{rows} : tensor_shape{rows, width};
-  auto fill = [&](auto zero) {
+  return with_type(t, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> values;
     for (int64_t r = first; r < first + rows; ++r)
       for (int64_t v = 0; v < width; ++v)
         values.push_back(static_cast<T>(tag(r, k, v)));
     return tensor::from_values<T>(shape, std::move(values));
-  };
-  switch (t) {
-  case dtype::float32:
-    return fill(float{});
-  case dtype::float64:
-    return fill(double{});
-  case dtype::int32:
-    return fill(int32_t{});
-  case dtype::int64:
-    return fill(int64_t{});
-  case dtype::uint8:
-    return fill(uint8_t{});
-  default:
-    throw std::logic_error("column_of: no such test dtype");
-  }
+  });
 }
 
 std::vector<double> as_doubles(const tensor& t) {
-  auto convert = [&](auto zero) {
-    using T = decltype(zero);
-    auto v = t.to_vector<T>();
+  return with_type(t.type(), [&](auto zero) {
+    auto v = t.to_vector<decltype(zero)>();
     return std::vector<double>(v.begin(), v.end());
-  };
-  switch (t.type()) {
-  case dtype::float32:
-    return convert(float{});
-  case dtype::float64:
-    return convert(double{});
-  case dtype::int32:
-    return convert(int32_t{});
-  case dtype::int64:
-    return convert(int64_t{});
-  case dtype::uint8:
-    return convert(uint8_t{});
-  default:
-    throw std::logic_error("as_doubles: no such test dtype");
-  }
+  });
 }
 
 } // namespace
