@@ -9,6 +9,10 @@ namespace quern {
 
 namespace {
 
+/// Room a pool may keep whatever it holds (records, or a take's staging):
+/// below this, giving memory back would only mean allocating it again.
+constexpr size_t keep_always = size_t{1} << 20;
+
 // The copy loops of append() and take(), with the sizes that rows of
 // scalars and small vectors have known at compile time: a copy of a
 // constant size is one or two moves, where a run-time size is a call.
@@ -161,7 +165,7 @@ element row_pool::take_picked(size_t n) {
     stage_picks(records_.data(), size_, picks_.data(), n, staged_.data(), record_bytes_);
     for (const auto& p : numeric_)
       strided_copy(p.out, p.bytes, staged_.data() + p.at, record_bytes_, p.bytes, n);
-    if (staged_.size() > (size_t{1} << 20)) // a huge take: not kept for the next
+    if (staged_.size() > keep_always) // a huge take: not kept for the next
       std::vector<unsigned char>().swap(staged_);
   }
   if (has_strings_)
@@ -216,7 +220,6 @@ void row_pool::move_strings_out(size_t j, size_t i, size_t last) {
 element row_pool::finish_take(size_t n) {
   // Hysteresis: shrink to twice the live rows only when four times as much
   // is held, so that a queue going up and down does not reallocate each time.
-  constexpr size_t keep_always = size_t{1} << 20;
   auto live = size_ * record_bytes_;
   if (records_.capacity() > keep_always && records_.capacity() > 4 * live) {
     std::vector<unsigned char> smaller(std::max(2 * live, keep_always));
