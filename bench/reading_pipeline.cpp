@@ -115,6 +115,24 @@ cpu_split cpu_between(const std::map<long, thread_cpu>& before,
   return s;
 }
 
+/// The CPU time per example (ns) of each pipeline run, by thread kind,
+/// for the medians the benchmark prints.
+struct cpu_per_example {
+  std::vector<double> consumer, detached, scheduler, total;
+  void add(const cpu_split& cpu, int64_t examples) {
+    auto ns = [&](double s) { return s * 1e9 / static_cast<double>(examples); };
+    consumer.push_back(ns(cpu.consumer));
+    detached.push_back(ns(cpu.detached));
+    scheduler.push_back(ns(cpu.scheduler));
+    total.push_back(ns(cpu.total()));
+  }
+};
+
+/// The cores of this machine (at least 1).
+unsigned cores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 /// The baseline: one thread, the same reader and parser, no queues.
 int64_t plain_loop(const std::vector<std::string>& files, int64_t read_batch,
                    double& checksum) {
@@ -250,7 +268,8 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
   quern::config cfg;
   caf::actor_system sys{cfg};
   int rc = 0;
-  std::vector<double> rates, cpu_consumer, cpu_scheduler, cpu_workers, cpu_total;
+  std::vector<double> rates;
+  cpu_per_example cpu_ns;
   for (int round = 0; round < rounds; ++round) {
     double sum = 0;
     cpu_split cpu;
@@ -263,21 +282,17 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
                 << sum_want << "\n";
       rc = 1;
     }
-    auto per_example = [&](double x) { return x * 1e9 / static_cast<double>(n); };
-    cpu_consumer.push_back(per_example(cpu.consumer));
-    cpu_scheduler.push_back(per_example(cpu.scheduler));
-    cpu_workers.push_back(per_example(cpu.detached));
-    cpu_total.push_back(per_example(cpu.total()));
+    cpu_ns.add(cpu, n);
   }
   std::cout << std::fixed << std::setprecision(0)
             << (synthetic ? "synthetic batches (" : "quern pipeline alone (") << a.readers
             << (synthetic ? " workers, " : " readers, ")
             << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
             << ", consume " << a.consume << "): " << median(rates)
-            << " examples/s, CPU per example " << median(cpu_total)
-            << " ns = queue actors (CAF scheduler) " << median(cpu_scheduler)
-            << " + consumer " << median(cpu_consumer) << " + workers "
-            << median(cpu_workers) << " (medians of " << rounds << ")\n";
+            << " examples/s, CPU per example " << median(cpu_ns.total)
+            << " ns = queue actors (CAF scheduler) " << median(cpu_ns.scheduler)
+            << " + consumer " << median(cpu_ns.consumer) << " + workers "
+            << median(cpu_ns.detached) << " (medians of " << rounds << ")\n";
   return rc;
 }
 
@@ -295,7 +310,7 @@ int main(int argc, char** argv) {
   // reader; with a spare reader runnable, no core idles then (a readers =
   // cores run keeps its cores busy about 91% of the time, cores + 1 about
   // 94%), and the queue and the consumer find more work per wake-up.
-  a.readers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) + 1;
+  a.readers = static_cast<int>(cores()) + 1;
   po::options_description desc{
       "bench_reading_pipeline: CSV files -> readers -> decode_csv -> shuffle_batch "
       "through quern's queues, beside a plain single-threaded read-and-parse loop\n"
@@ -396,9 +411,9 @@ int main(int argc, char** argv) {
     // Rounds alternate the runs, so that drift on a shared machine hits
     // both alike; each figure is the median over the rounds.
     std::vector<double> plain_rates, quern_rates, two_rates, ratios;
-    std::vector<double> cpu_consumer, cpu_detached, cpu_scheduler, cpu_total;
+    cpu_per_example cpu_ns;
     std::vector<double> plain_cpu, cpu_ratios, busy;
-    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    const double ncores = cores();
     for (int round = 0; round < rounds; ++round) {
       double sum_plain = 0;
       t0 = clock_type::now();
@@ -432,19 +447,15 @@ int main(int argc, char** argv) {
                   << n_quern << " examples)\n";
         rc = 1;
       }
-      auto per_example = [&](double s) { return s * 1e9 / static_cast<double>(n_quern); };
       plain_rates.push_back(rate_plain);
       quern_rates.push_back(rate_quern);
       ratios.push_back(rate_quern / rate_plain);
-      cpu_consumer.push_back(per_example(cpu.consumer));
-      cpu_detached.push_back(per_example(cpu.detached));
-      cpu_scheduler.push_back(per_example(cpu.scheduler));
-      cpu_total.push_back(per_example(cpu.total()));
+      cpu_ns.add(cpu, n_quern);
       // What the wall clock loses: with every core busy on this work the
       // pipeline would reach cores * plain CPU / pipeline CPU per example.
       plain_cpu.push_back(plain_ns);
-      cpu_ratios.push_back(cores * plain_ns / per_example(cpu.total()));
-      busy.push_back(rate_quern * cpu.total() / static_cast<double>(n_quern) / cores);
+      cpu_ratios.push_back(ncores * plain_ns / cpu_ns.total.back());
+      busy.push_back(rate_quern * cpu.total() / static_cast<double>(n_quern) / ncores);
       std::cout << std::setprecision(0) << "round " << round + 1 << ": plain "
                 << rate_plain << "/s, quern " << rate_quern << "/s, ratio "
                 << std::setprecision(2) << rate_quern / rate_plain << "x\n";
@@ -460,9 +471,9 @@ int main(int argc, char** argv) {
               << (a.fifo ? "batch_join " : "shuffle_batch_join ") << a.batch_size
               << ", consume " << a.consume << "): " << median(quern_rates)
               << " examples/s\n"
-              << "  CPU per example: " << median(cpu_total) << " ns = readers "
-              << median(cpu_detached) << " + queue actors (CAF scheduler) "
-              << median(cpu_scheduler) << " + consumer " << median(cpu_consumer)
+              << "  CPU per example: " << median(cpu_ns.total) << " ns = readers "
+              << median(cpu_ns.detached) << " + queue actors (CAF scheduler) "
+              << median(cpu_ns.scheduler) << " + consumer " << median(cpu_ns.consumer)
               << " (medians)\n"
               << "  by CPU (context): the plain loop uses " << median(plain_cpu)
               << " ns per example; with every core busy the pipeline would reach "
@@ -470,8 +481,7 @@ int main(int argc, char** argv) {
               << std::setprecision(0) << 100 * median(busy)
               << "% of its run (the rest: idle, or taken by other guests)\n"
               << "ratio quern/plain: " << std::setprecision(2) << median(ratios)
-              << "x (median of " << rounds << " rounds, "
-              << std::thread::hardware_concurrency() << " cores)\n";
+              << "x (median of " << rounds << " rounds, " << cores() << " cores)\n";
   } catch (const std::exception& e) {
     std::cerr << "bench_reading_pipeline: " << e.what() << "\n";
     rc = 1;
