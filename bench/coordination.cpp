@@ -134,8 +134,8 @@ result quern_pipeline(caf::actor_system& sys, int64_t n, int32_t batch, int32_t 
   auto actors = pipe.start_queue_runners(coord);
   result r{0, 0, 0};
   {
-    // The training loop takes batches through the streaming reader (design.md
-    // rule 5): demand for a few batches stays granted.
+    // The training loop takes batches through the streaming reader
+    // (docs/queues.md): demand for a few batches stays granted.
     queue_reader out{sys, q3, 8};
     while (auto b = out.try_pull()) {
       for (auto x : (*b)[0].to_vector<int64_t>())
@@ -149,7 +149,7 @@ result quern_pipeline(caf::actor_system& sys, int64_t n, int32_t batch, int32_t 
   return r;
 }
 
-/// The same stages the quern-native way (design.md rule 6): the source emits
+/// The same stages the quern-native way (docs/queues.md, Storage): the source emits
 /// each chunk as one batch tensor, the transform pulls batches and maps whole
 /// vectors, the batching stage takes dequeue_many views; no per-row element.
 result quern_batched_pipeline(caf::actor_system& sys, int64_t n, int32_t batch,

@@ -6,7 +6,7 @@
 // Scenarios, each for P = C = 1 and P = C = 4:
 //   single  : the actor queue is fed and drained one element at a time
 //             through the streaming clients (queue_writer / queue_reader,
-//             design.md rule 5); the mutex queue pushes and pops elements.
+//             docs/queues.md); the mutex queue pushes and pops elements.
 //   batch   : the actor queue moves batches of --batch rows (enqueue_many /
 //             dequeue_up_to); the baseline is the same mutex queue moving the
 //             same elements one at a time -- the work is "move N elements",

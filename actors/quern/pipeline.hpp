@@ -45,7 +45,7 @@ class pipeline;
 /// queue of a pipeline: the calls of blocking_queue, but a dequeue that has
 /// waited `starvation_timeout` asks the pipeline why, and warns or fails
 /// with a clear message instead of hanging silently. The queue enforces the
-/// time slices itself, so no element is lost (design.md rule 2).
+/// time slices itself, so no element is lost.
 class consumer {
 public:
   element dequeue();

@@ -8,7 +8,7 @@
 namespace quern {
 
 /// Spawns a queue actor of `kind`. Throws invalid_argument_error (with
-/// TensorFlow's texts, tf-semantics Q-1..Q-4, Q-50, Q-60) for bad options.
+/// TensorFlow's texts, docs/semantics.md Q-1..Q-4, Q-50, Q-60) for bad options.
 /// With a non-empty shared_name, a second spawn in the same actor system
 /// returns the existing queue when the options match and throws
 /// invalid_argument_error otherwise.

@@ -113,7 +113,7 @@ public:
               [this](caf::error& err) { fail(std::move(err)); });
   }
 
-  /// The fast path for stages that work on rows (design.md rule 5): grants
+  /// The fast path for stages that work on rows (docs/queues.md): grants
   /// `q` demand for up to `n` rows on its streaming protocol and calls
   /// `f(std::vector<element>& rows)` with 1..n rows as they are (no stacking,
   /// no copy). out_of_range once `q` is closed and drained fails the run
@@ -202,7 +202,7 @@ private:
 using async_enqueue_fn = std::function<void(async_run&)>;
 using blocking_enqueue_fn = std::function<void(blocking_run&)>;
 
-/// One enqueue op: what one worker runs again and again (tf-semantics QR-5).
+/// One enqueue op: what one worker runs again and again (docs/semantics.md QR-5).
 struct enqueue_op {
   /// Used in worker names `<runner name>/<op name>`; empty: `op<index>`.
   std::string name;
@@ -215,7 +215,7 @@ enqueue_op async_op(async_enqueue_fn fn, std::string name = {});
 /// An enqueue op that may block; its worker is a detached actor (a thread).
 enqueue_op blocking_op(blocking_enqueue_fn fn, std::string name = {});
 
-/// Options of a queue runner (tf-semantics QR-1, QR-2).
+/// Options of a queue runner (docs/semantics.md QR-1, QR-2).
 struct queue_runner_options {
   /// Names the runner and its workers in join's straggler list; empty: the
   /// queue's resource name.

@@ -283,7 +283,7 @@ private:
   template <class Attempt, class Promise>
   void add(Attempt a, Promise& rp, caf::timespan timeout) {
     a.id = next_id_++;
-    // Design rule 2: the requester is the promise's source; making the
+    // the requester is the promise's source; making the
     // promise moved it out of the current message, so current_sender() is
     // null here.
     a.client = caf::actor_cast<caf::actor_addr>(
@@ -291,7 +291,7 @@ private:
     watch(a.client);
     a.done = completion::promise(rp);
     auto id = a.id;
-    // Design rule 2: the queue enforces the deadline and answers itself;
+    // the queue enforces the deadline and answers itself;
     // only attempts that have to wait need a timer (a consumer that always
     // passes a timeout would otherwise cost a timer per call).
     if (core_.add(std::move(a)) && timeout != wait_forever)

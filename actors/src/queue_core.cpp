@@ -525,7 +525,7 @@ element queue_core::make_batch(const row_list& rows) const {
   element batch;
   batch.components.reserve(spec_.num_components());
   // Fully defined shapes: concatenate the runs; rows of one batch that went
-  // through unchanged come back as a view of it (design.md rule 6).
+  // through unchanged come back as a view of it (docs/queues.md, Storage).
   std::vector<tensor> slices;
   std::vector<tensor::rows_part> parts;
   std::vector<element> materialized; // padding needs the rows one by one

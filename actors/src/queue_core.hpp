@@ -1,7 +1,7 @@
 #pragma once
 
 // The pending-attempt machinery shared by the four queue kinds
-// (tf-semantics 1.2): two FIFO lists of attempts, served by one flush.
+// (docs/semantics.md Q-10..Q-14): two FIFO lists of attempts, served by one flush.
 // Private to actors/: the public face is quern/queue.hpp.
 
 #include <cstdint>
@@ -151,7 +151,7 @@ struct dequeue_attempt {
   completion done;
 };
 
-/// The state of one queue actor (tf-semantics section 1).
+/// The state of one queue actor (docs/semantics.md, Queues).
 class queue_core {
 public:
   queue_core(caf::local_actor* self, queue_spec spec);

@@ -7,7 +7,7 @@ namespace quern {
 // An atom's text is at most 10 characters in CAF 0.17; the C++ names say
 // what the message means.
 
-// -- queue operations (tf-semantics section 1) --
+// -- queue operations (docs/semantics.md, Queues) --
 using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
 using enqueue_many_atom = caf::atom_constant<caf::atom("enq_many")>;
 using dequeue_atom = caf::atom_constant<caf::atom("dequeue")>;
@@ -18,7 +18,7 @@ using size_atom = caf::atom_constant<caf::atom("size")>;
 using is_closed_atom = caf::atom_constant<caf::atom("is_closed")>;
 using spec_atom = caf::atom_constant<caf::atom("spec")>;
 
-// -- the streaming (credit) protocol of design.md rule 5 --
+// -- the streaming (credit) protocol (docs/queues.md) --
 /// producer -> queue: rows to store, each an enqueue attempt in order.
 using push_atom = caf::atom_constant<caf::atom("push")>;
 /// queue -> producer: how many rows of one push were stored, and why not all.

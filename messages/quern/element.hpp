@@ -10,7 +10,7 @@
 
 namespace quern {
 
-/// One tuple of a queue: a tensor per component (tf-semantics C-4).
+/// One tuple of a queue: a tensor per component (docs/semantics.md C-4).
 /// A *batch* is an element whose components all carry a leading batch
 /// dimension of the same size (enqueue_many, dequeue_many).
 struct element {

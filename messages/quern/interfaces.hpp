@@ -15,15 +15,15 @@
 namespace quern {
 
 /// Passed as the `timeout` of an enqueue or dequeue attempt: wait as long as
-/// it takes. A finite timeout is enforced by the queue itself (design.md rule
-/// 2): it answers deadline_exceeded and keeps every element; clients request
+/// it takes. A finite timeout is enforced by the queue itself (Q-80,
+/// docs/queues.md): it answers deadline_exceeded and keeps every element; clients request
 /// with caf::infinite so that CAF never drops a late reply.
 constexpr caf::timespan wait_forever = caf::timespan::max();
 
 /// The interface of every queue actor (FIFO, random-shuffle, padding, priority).
 ///
 /// Strict TensorFlow operations: one request, one reply when the attempt
-/// completes (tf-semantics section 1). Failures are quern errors (error.hpp).
+/// completes (docs/semantics.md, Queues). Failures are quern errors (error.hpp).
 ///   enqueue(element, timeout)            -> rows stored (1)
 ///   enqueue_many(batch, timeout)         -> rows stored (batch size)
 ///   dequeue(timeout)                     -> element
@@ -32,7 +32,7 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   close(cancel_pending_enqueues)       -> true once the close took effect
 ///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
 ///
-/// Streaming (credit) protocol, one-way messages (design.md rule 5):
+/// Streaming (credit) protocol, one-way messages (docs/queues.md):
 ///   push(rows)     each row an enqueue attempt; the queue answers the sender
 ///                  with pushed(stored, error) once the whole push completed
 ///                  or failed (error is none when all rows were stored).

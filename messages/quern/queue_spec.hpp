@@ -23,7 +23,7 @@ enum class queue_kind : uint8_t {
 /// "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue".
 const char* queue_kind_name(queue_kind k);
 
-/// What a queue is built from: tf-semantics Q-1 with the op-level defaults.
+/// What a queue is built from: docs/semantics.md Q-1 with the op-level defaults.
 struct queue_options {
   /// Negative means unbounded.
   int32_t capacity = -1;

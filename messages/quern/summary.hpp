@@ -2,7 +2,7 @@
 
 // The summary vocabulary that crosses actor boundaries: summary values,
 // events, the summary writer's atoms and its typed actor interface
-// (tf-semantics section 5). The encoding into TensorBoard's protobuf format
+// (docs/semantics.md, Summary writing). The encoding into TensorBoard's protobuf format
 // lives in logging/ (quern/summary/*.hpp); this header depends on CAF only.
 
 #include <cstdint>
@@ -178,7 +178,7 @@ struct writer_status {
   }
 };
 
-/// The summary writer (FileWriter of tf-semantics section 5, see
+/// The summary writer (FileWriter, docs/semantics.md SW-1..SW-7, see
 /// logging/quern/summary/summary_writer.hpp). Every request gets an answer:
 /// the result or a quern error.
 ///   add_scalars(batch)        events in order

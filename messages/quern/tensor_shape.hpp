@@ -34,7 +34,7 @@ public:
   int64_t num_elements() const;
 
   /// Whether a concrete shape fits this partial one: same rank, and every
-  /// known dimension equal (tf-semantics Q-61).
+  /// known dimension equal (docs/semantics.md Q-61).
   bool compatible_with(const tensor_shape& concrete) const;
 
   /// `[n] + this`.
@@ -43,7 +43,7 @@ public:
   tensor_shape without_leading() const;
 
   /// `[d0,d1,...]`, `[]` for a scalar, `?` for an unknown dimension,
-  /// `<unknown>` for an unknown rank (tf-semantics C-2).
+  /// `<unknown>` for an unknown rank (docs/semantics.md C-2).
   std::string to_string() const;
 
   friend bool operator==(const tensor_shape& a, const tensor_shape& b) {

@@ -1,4 +1,4 @@
-// Batches as runs (design.md rule 6) and the batch side of the streaming
+// Batches as runs (docs/queues.md, Storage) and the batch side of the streaming
 // protocol: queue_writer::push_batch and batch_reader.
 
 #include "probe.hpp"

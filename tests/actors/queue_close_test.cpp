@@ -1,4 +1,4 @@
-// close, cancel_pending_enqueues, is_closed and size (tf-semantics Q-40..Q-45).
+// close, cancel_pending_enqueues, is_closed and size (docs/semantics.md Q-40..Q-45).
 
 #include "probe.hpp"
 

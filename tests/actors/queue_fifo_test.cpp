@@ -1,4 +1,4 @@
-// FIFOQueue through the actor: the pending-attempt model (tf-semantics
+// FIFOQueue through the actor: the pending-attempt model (docs/semantics.md
 // Q-10..Q-14), enqueue/enqueue_many (Q-20..Q-23) and the dequeue family
 // (Q-30..Q-36). Deterministic: answers are awaited, never timed.
 

@@ -1,4 +1,4 @@
-// PaddingFIFOQueue (tf-semantics) and its texts.
+// PaddingFIFOQueue (docs/semantics.md) and its texts.
 
 #include "probe.hpp"
 

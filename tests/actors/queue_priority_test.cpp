@@ -1,4 +1,4 @@
-// PriorityQueue (tf-semantics Q-70..Q-74).
+// PriorityQueue (docs/semantics.md Q-70..Q-74).
 
 #include <limits>
 

@@ -1,4 +1,4 @@
-// Shared queues (tf-semantics ).
+// Shared queues (docs/semantics.md ).
 
 #include "probe.hpp"
 

@@ -1,4 +1,4 @@
-// RandomShuffleQueue (tf-semantics Q-51..Q-53) and its kind-specific texts.
+// RandomShuffleQueue (docs/semantics.md Q-51..Q-53) and its kind-specific texts.
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// The streaming clients (design.md rule 5): queue_writer and queue_reader.
+// The streaming clients (docs/queues.md): queue_writer and queue_reader.
 // Nothing handed to a client is ever lost or reordered.
 
 #include <thread>

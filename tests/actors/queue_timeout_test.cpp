@@ -1,5 +1,5 @@
 // Deadlines, a queue that terminates, and clients that go down
-// (tf-semantics; design.md rule 2). Timeouts are short and
+// (docs/semantics.md; docs/queues.md). Timeouts are short and
 // every test waits for the answer: the outcome is deterministic, only the
 // moment is not.
 

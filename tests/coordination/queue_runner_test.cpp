@@ -1,4 +1,4 @@
-// The queue runner (tf-semantics section 2, CC-2) on the threaded scheduler.
+// The queue runner (docs/semantics.md QR-1..QR-10, CC-2) on the threaded scheduler.
 
 #include "helpers.hpp"
 

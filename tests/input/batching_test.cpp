@@ -1,4 +1,4 @@
-// tf.train's batching helpers (tf-semantics IN-10..IN-15) on the threaded
+// tf.train's batching helpers (docs/semantics.md IN-10..IN-15) on the threaded
 // scheduler: the end-of-epochs cascade from a producer through batching,
 // allow_smaller_final_batch, enqueue_many, joins, shuffling, dynamic_pad,
 // keep_input, validation texts and summary tags.

@@ -1,4 +1,4 @@
-// decode_csv (tf-semantics CSV-1..CSV-3): dtypes and shapes, splitting and
+// decode_csv (docs/semantics.md CSV-1..CSV-3): dtypes and shapes, splitting and
 // quoting, defaults, strict numbers, select_cols, and every error text.
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// tf.train's input producers (tf-semantics IN-1..IN-5) on the threaded
+// tf.train's input producers (docs/semantics.md IN-1..IN-5) on the threaded
 // scheduler: epochs, per-epoch shuffling, reproducible seeds, the end of
 // epochs closing the queue, validation texts and the summary tags.
 

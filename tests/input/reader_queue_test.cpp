@@ -1,4 +1,4 @@
-// Readers over real queue actors of file names (tf-semantics RD-1..RD-3) on
+// Readers over real queue actors of file names (docs/semantics.md RD-1..RD-3) on
 // CAF's threaded scheduler: moving across files, the end-of-queue
 // OUT_OF_RANGE, queue signature checks, a blocked read that a producer
 // thread wakes up, NOT_FOUND and DATA_LOSS through the queue.

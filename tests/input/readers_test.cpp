@@ -1,4 +1,4 @@
-// The four reader kinds (tf-semantics RD-2..RD-7) over a list of work units:
+// The four reader kinds (docs/semantics.md RD-2..RD-7) over a list of work units:
 // keys, values, file boundaries, counters and errors on good and malformed
 // files written into a temporary directory.
 

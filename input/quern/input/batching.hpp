@@ -1,5 +1,5 @@
 #pragma once
-// tf.train's batching helpers (tf-semantics IN-10..IN-15).
+// tf.train's batching helpers (docs/semantics.md IN-10..IN-15).
 //
 // In TensorFlow the "tensors" to batch are the outputs of upstream ops that
 // every run of the enqueue op evaluates afresh. In quern the input is an

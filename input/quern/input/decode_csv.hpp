@@ -1,6 +1,6 @@
 #pragma once
 
-// tf.decode_csv (tf-semantics CSV-1..CSV-3): parses CSV records into one
+// tf.decode_csv (docs/semantics.md CSV-1..CSV-3): parses CSV records into one
 // tensor per column. Pure computation, no I/O: safe anywhere, including
 // event-based actors.
 

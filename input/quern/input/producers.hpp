@@ -1,5 +1,5 @@
 #pragma once
-// tf.train's input producers (tf-semantics IN-1..IN-5): each builds a FIFO
+// tf.train's input producers (docs/semantics.md IN-1..IN-5): each builds a FIFO
 // queue and one queue runner with one asynchronous enqueue op, whose run is
 // one epoch (all rows, freshly permuted per epoch when shuffle is on), adds
 // the runner to a pipeline and returns the queue. After num_epochs runs the

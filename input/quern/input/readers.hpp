@@ -1,12 +1,12 @@
 #pragma once
 
-// Readers with TensorFlow 1.x's semantics (tf-semantics RD-1..RD-7): a
+// Readers with TensorFlow 1.x's semantics (docs/semantics.md RD-1..RD-7): a
 // reader takes work units (file names) from a queue of scalar strings and
 // turns each file into (key, value) records, as TF's ReaderBase does.
 //
 // These readers BLOCK: they read files and wait on a blocking_queue. Use
 // them in detached actors (e.g. a queue runner's blocking_op worker) or in
-// plain threads, never inside an event-based actor (design.md rule 1).
+// plain threads, never inside an event-based actor (docs/input.md).
 //
 // Compression: TF's FixedLengthRecordReader `encoding` and TFRecordReader
 // `compression_type` accept "ZLIB" and "GZIP". zlib is not one of quern's

@@ -1,5 +1,5 @@
 #pragma once
-// Queue fill-fraction summaries of the input helpers (tf-semantics IN-2,
+// Queue fill-fraction summaries of the input helpers (docs/semantics.md IN-2,
 // IN-10, IN-12, IN-16): TensorFlow adds one scalar summary per helper queue
 // to GraphKeys.SUMMARIES, and a training loop logs them all every step
 // (merge_all + add_summary). Here the helpers register their queues with an

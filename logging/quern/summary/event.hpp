@@ -1,6 +1,6 @@
 #pragma once
 
-// Events in TensorBoard's protobuf encoding (tf-semantics SW-30..SW-35). The
+// Events in TensorBoard's protobuf encoding (docs/semantics.md SW-30..SW-35). The
 // encoding is libprotobuf's, behind this header: the generated protobuf
 // classes stay private to logging/.
 

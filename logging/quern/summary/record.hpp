@@ -1,6 +1,6 @@
 #pragma once
 
-// TFRecord framing (tf-semantics SW-20..SW-22), shared by event files and
+// TFRecord framing (docs/semantics.md SW-20..SW-22), shared by event files and
 // TFRecord input files:
 //   uint64 length (little-endian) | uint32 masked_crc32c(length bytes)
 //   | payload | uint32 masked_crc32c(payload)

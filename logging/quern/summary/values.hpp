@@ -1,6 +1,6 @@
 #pragma once
 
-// Summary values as TensorFlow's summary ops produce them (tf-semantics
+// Summary values as TensorFlow's summary ops produce them (docs/semantics.md
 // SW-40..SW-43): scalar, histogram with TensorFlow's default buckets, text
 // (the text plugin's metadata) and already-encoded images.
 

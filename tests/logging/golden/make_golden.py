@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the golden event-file records of tests/logging, computed by hand
-from tf-semantics section 5 with no protobuf library: wire keys of SW-30..33,
+from docs/semantics.md (Summary writing) with no protobuf library: wire keys of SW-30..33,
 proto3 presence rules of SW-35, TFRecord framing of SW-20 and a bitwise
 CRC-32C of SW-21. Run it from this directory; the .bin files are committed.
 

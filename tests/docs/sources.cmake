@@ -1,0 +1,10 @@
+# Documentation checks; they read the source tree and need no build. Like the
+# other tests/*/sources.cmake, this file is included by tests/CMakeLists.txt,
+# so CMAKE_CURRENT_LIST_DIR is tests/docs and PROJECT_SOURCE_DIR the root.
+#   docs.semantic_ids     every statement id cited (Q-37, CO-8, ...) is
+#                         defined in docs/semantics.md
+#   docs.no_outside_refs  no file points at documents outside the repository
+add_test(NAME docs.semantic_ids
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_semantic_ids.sh ${PROJECT_SOURCE_DIR})
+add_test(NAME docs.no_outside_refs
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_no_outside_refs.sh ${PROJECT_SOURCE_DIR})
