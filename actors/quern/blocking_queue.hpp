@@ -3,12 +3,14 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "quern/blocking_client.hpp"
 #include "quern/interfaces.hpp"
 
 namespace quern {
@@ -20,6 +22,11 @@ namespace quern {
 /// A timeout is enforced by the queue (deadline_exceeded_error); the handle
 /// itself waits for the queue's answer, so no element is ever lost to a
 /// reply that came too late.
+///
+/// One handle may be shared by any number of threads, as one TensorFlow
+/// dequeue op is run by many: each call waits on its own, so a thread blocked
+/// in dequeue() does not hold up another thread's enqueue() on the same
+/// handle, and every element goes to exactly one caller.
 class blocking_queue {
 public:
   using timeout_type = std::chrono::nanoseconds;
@@ -39,18 +46,19 @@ public:
   queue_spec spec();
 
 private:
-  caf::scoped_actor self_;
+  blocking_client client_;
   queue_actor queue_;
 };
 
 /// A producer on the streaming (credit) protocol, for single elements at
-/// high rate (design.md rule 5). push() returns as soon as the element is
+/// high rate (docs/queues.md). push() returns as soon as the element is
 /// handed to the queue's stream; up to `window` elements may be in flight.
 /// flush() waits until every pushed element is stored and throws the first
 /// error (e.g. cancelled_error once the queue closed); stored() counts what
 /// the queue confirmed. The destructor hands rows not yet sent to the queue
 /// without waiting (they are stored in order or refused on close): call
-/// flush() to wait and to learn errors.
+/// flush() to wait and to learn errors. Threads may share one writer: its
+/// calls take turns (rows of one thread keep their order).
 class queue_writer {
 public:
   queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 1024);
@@ -70,9 +78,9 @@ public:
   /// error.
   void flush();
   /// Rows the queue confirmed as stored.
-  int64_t stored() const { return stored_; }
+  int64_t stored() const;
   /// Rows that were pushed but not stored because of an error.
-  int64_t refused() const { return refused_; }
+  int64_t refused() const;
 
 private:
   void send_pending();
@@ -81,6 +89,7 @@ private:
   [[noreturn]] void fail_pending();
   void handle_ack(int32_t stored, const caf::error& err, size_t sent);
 
+  mutable std::mutex mtx_;
   caf::scoped_actor self_;
   queue_actor queue_;
   size_t window_;
@@ -96,9 +105,12 @@ private:
 /// `window` rows granted and hands them out one at a time. pull() throws
 /// out_of_range_error once the queue is closed and drained. Rows received but
 /// not taken are given back to the front of the queue when the reader is
-/// destroyed, so none is ever lost.
+/// destroyed, so none is ever lost. Threads may share one reader: each row
+/// goes to exactly one pull().
 class queue_reader {
 public:
+  /// `window`: rows granted or received but not yet taken, at most; from 4
+  /// (four pulls of a quarter each stay granted) to 2^31 - 1.
   queue_reader(caf::actor_system& sys, queue_actor q, size_t window = 1024);
   ~queue_reader();
   queue_reader(const queue_reader&) = delete;
@@ -112,6 +124,7 @@ private:
   void grant();
   void await_one();
 
+  std::mutex mtx_;
   caf::scoped_actor self_;
   queue_actor queue_;
   size_t window_;
@@ -145,7 +158,8 @@ enum class batch_cut {
 /// in one message. try_pull() returns nullopt once the queue is closed and
 /// drained. Batches received but not taken go back to the front of the
 /// queue when the reader is destroyed, so none is lost. The queue's
-/// components must have specified shapes.
+/// components must have specified shapes. Threads may share one reader:
+/// each batch goes to exactly one pull().
 class batch_reader {
 public:
   /// `window`: with dequeue_many / dequeue_up_to, the batches granted or
@@ -166,6 +180,7 @@ private:
   void await_one();
   size_t outstanding() const;
 
+  std::mutex mtx_;
   caf::scoped_actor self_;
   queue_actor queue_;
   int32_t batch_size_;

@@ -16,20 +16,6 @@ void require_valid(const queue_actor& q, const char* who) {
                                  " needs a queue actor, got an invalid handle");
 }
 
-// One strict request; CAF's own timeout stays infinite because the queue
-// enforces the attempt's deadline and always answers (design.md rule 2).
-template <class T, class... Ts>
-T call(caf::scoped_actor& self, const queue_actor& q, Ts&&... xs) {
-  std::optional<T> result;
-  caf::error err;
-  self->request(q, caf::infinite, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { result = std::move(x); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
-  return std::move(*result);
-}
-
 caf::error queue_gone() {
   return make_error(error_code::unavailable, "the queue actor terminated");
 }
@@ -62,46 +48,46 @@ bool more_after(const caf::error& end) {
 // -- blocking_queue -------------------------------------------------------------
 
 blocking_queue::blocking_queue(caf::actor_system& sys, queue_actor q)
-    : self_(sys), queue_(std::move(q)) {
+    : client_(sys), queue_(std::move(q)) {
   require_valid(queue_, "blocking_queue");
 }
 
 void blocking_queue::enqueue(const element& e, timeout_type timeout) {
-  call<int32_t>(self_, queue_, enqueue_atom::value, e, caf::timespan{timeout});
+  client_.call<int32_t>(queue_, enqueue_atom::value, e, caf::timespan{timeout});
 }
 
 void blocking_queue::enqueue_many(const element& batch, timeout_type timeout) {
-  call<int32_t>(self_, queue_, enqueue_many_atom::value, batch, caf::timespan{timeout});
+  client_.call<int32_t>(queue_, enqueue_many_atom::value, batch, caf::timespan{timeout});
 }
 
 element blocking_queue::dequeue(timeout_type timeout) {
-  return call<element>(self_, queue_, dequeue_atom::value, caf::timespan{timeout});
+  return client_.call<element>(queue_, dequeue_atom::value, caf::timespan{timeout});
 }
 
 element blocking_queue::dequeue_many(int32_t n, timeout_type timeout) {
-  return call<element>(self_, queue_, dequeue_many_atom::value, n,
-                       caf::timespan{timeout});
+  return client_.call<element>(queue_, dequeue_many_atom::value, n,
+                               caf::timespan{timeout});
 }
 
 element blocking_queue::dequeue_up_to(int32_t n, timeout_type timeout) {
-  return call<element>(self_, queue_, dequeue_up_to_atom::value, n,
-                       caf::timespan{timeout});
+  return client_.call<element>(queue_, dequeue_up_to_atom::value, n,
+                               caf::timespan{timeout});
 }
 
 void blocking_queue::close(bool cancel_pending_enqueues) {
-  call<bool>(self_, queue_, close_atom::value, cancel_pending_enqueues);
+  client_.call<bool>(queue_, close_atom::value, cancel_pending_enqueues);
 }
 
 int32_t blocking_queue::size() {
-  return call<int32_t>(self_, queue_, size_atom::value);
+  return client_.call<int32_t>(queue_, size_atom::value);
 }
 
 bool blocking_queue::is_closed() {
-  return call<bool>(self_, queue_, is_closed_atom::value);
+  return client_.call<bool>(queue_, is_closed_atom::value);
 }
 
 queue_spec blocking_queue::spec() {
-  return call<queue_spec>(self_, queue_, spec_atom::value);
+  return client_.call<queue_spec>(queue_, spec_atom::value);
 }
 
 // -- queue_writer -----------------------------------------------------------------
@@ -118,6 +104,7 @@ queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
 }
 
 queue_writer::~queue_writer() {
+  std::lock_guard<std::mutex> guard{mtx_};
   // Hand every accepted row to the queue without waiting for room: the
   // queue stores them in order, or refuses them if it closes first. A
   // destructor must not block on a full queue that nobody drains.
@@ -174,7 +161,18 @@ void queue_writer::fail_pending() {
   throw_error(error_);
 }
 
+int64_t queue_writer::stored() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return stored_;
+}
+
+int64_t queue_writer::refused() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return refused_;
+}
+
 void queue_writer::push(element e) {
+  std::lock_guard<std::mutex> guard{mtx_};
   if (error_) {
     ++refused_; // push() refuses its row once the stream failed
     throw_error(error_);
@@ -191,6 +189,7 @@ void queue_writer::push(element e) {
 }
 
 void queue_writer::push_batch(element batch) {
+  std::lock_guard<std::mutex> guard{mtx_};
   auto rows = static_cast<size_t>(batch.batch_size());
   if (error_) {
     refused_ += static_cast<int64_t>(rows);
@@ -212,6 +211,7 @@ void queue_writer::push_batch(element batch) {
 }
 
 void queue_writer::flush() {
+  std::lock_guard<std::mutex> guard{mtx_};
   if (!error_)
     send_pending();
   while (!in_flight_.empty())
@@ -227,12 +227,20 @@ void queue_writer::flush() {
 constexpr size_t max_pulls_outstanding = 4;
 
 queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
-    : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 2)) {
+    : self_(sys), queue_(std::move(q)), window_(window) {
   require_valid(queue_, "queue_reader");
+  // Each of the pulls granted at a time asks for a quarter of the window, as
+  // an int32: at least one row each, and no share that overflows.
+  if (window_ < max_pulls_outstanding ||
+      window_ > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw invalid_argument_error(
+        "queue_reader needs a window of 4 to 2147483647 rows, got " +
+        std::to_string(window_));
   self_->monitor(queue_);
 }
 
 queue_reader::~queue_reader() {
+  std::lock_guard<std::mutex> guard{mtx_};
   if (queue_down_)
     return;
   // Withdraw the pulls still waiting; each is answered (with rows that were
@@ -270,6 +278,7 @@ void queue_reader::await_one() {
 }
 
 std::optional<element> queue_reader::try_pull() {
+  std::lock_guard<std::mutex> guard{mtx_};
   while (buffer_.empty()) {
     if (end_ && !more_after(end_))
       return std::nullopt;
@@ -306,6 +315,7 @@ batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_
 }
 
 batch_reader::~batch_reader() {
+  std::lock_guard<std::mutex> guard{mtx_};
   if (queue_down_)
     return;
   if (outstanding() > 0)
@@ -381,6 +391,7 @@ void batch_reader::await_one() {
 }
 
 std::optional<element> batch_reader::try_pull() {
+  std::lock_guard<std::mutex> guard{mtx_};
   while (batches_.empty()) {
     if (end_ && !more_after(end_))
       return std::nullopt;
@@ -393,18 +404,32 @@ std::optional<element> batch_reader::try_pull() {
   return b;
 }
 
+namespace {
+
+// pull() of a reader: try_pull(), and at the end of data the error that
+// ended it (read under the reader's lock: another thread may be pulling).
+template <class Reader>
+element pull_or_throw(Reader& r, std::mutex& mtx, const caf::error& end) {
+  auto x = r.try_pull();
+  if (!x) {
+    caf::error err;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      err = end;
+    }
+    throw_error(err);
+  }
+  return std::move(*x);
+}
+
+} // namespace
+
 element batch_reader::pull() {
-  auto b = try_pull();
-  if (!b)
-    throw_error(end_);
-  return std::move(*b);
+  return pull_or_throw(*this, mtx_, end_);
 }
 
 element queue_reader::pull() {
-  auto e = try_pull();
-  if (!e)
-    throw_error(end_);
-  return std::move(*e);
+  return pull_or_throw(*this, mtx_, end_);
 }
 
 } // namespace quern

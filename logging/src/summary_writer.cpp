@@ -272,6 +272,7 @@ summary_writer::summary_writer(caf::actor_system& sys, summary_writer_actor writ
 }
 
 summary_writer::~summary_writer() {
+  std::lock_guard<std::mutex> guard{mtx_};
   try {
     send_batch(true);
     await_in_flight();
@@ -331,6 +332,7 @@ void summary_writer::call(Ts&&... xs) {
 }
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
+  std::lock_guard<std::mutex> guard{mtx_};
   auto& ev = batch_.emplace_back();
   ev.wall_time = wall_time_now(); // SW-6: the time of the call
   ev.step = step;
@@ -353,14 +355,17 @@ void summary_writer::image(const std::string& tag, const std::string& png, int64
 }
 
 void summary_writer::add_summary(std::vector<summary_value> values, int64_t step) {
+  std::lock_guard<std::mutex> guard{mtx_};
   call(add_summary_atom::value, std::move(values), step);
 }
 
 void summary_writer::add_event(summary_event ev) {
+  std::lock_guard<std::mutex> guard{mtx_};
   call(add_events_atom::value, std::vector<summary_event>{std::move(ev)});
 }
 
 writer_status summary_writer::flush() {
+  std::lock_guard<std::mutex> guard{mtx_};
   send_batch(true);
   await_in_flight();
   writer_status result;
@@ -374,14 +379,17 @@ writer_status summary_writer::flush() {
 }
 
 void summary_writer::close() {
+  std::lock_guard<std::mutex> guard{mtx_};
   call(close_atom::value);
 }
 
 void summary_writer::reopen() {
+  std::lock_guard<std::mutex> guard{mtx_};
   call(writer_reopen_atom::value);
 }
 
 writer_status summary_writer::status() {
+  std::lock_guard<std::mutex> guard{mtx_};
   send_batch(true);
   await_in_flight();
   writer_status result;

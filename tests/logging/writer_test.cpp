@@ -254,7 +254,7 @@ TEST_CASE("SW-2 many actors write one file at once, every event exactly once",
     auto parent = caf::actor{self};
     for (int k = 0; k < writers; ++k) {
       // With arguments: CAF 0.17 trips UBSan when an actor is spawned
-      // without any (design.md, CAF 0.17 notes).
+      // without any (tests/ubsan.supp).
       sys.spawn(producer, k, per_writer, w, parent);
     }
     // Meanwhile, four threads with blocking handles on the same writer.
@@ -679,4 +679,42 @@ TEST_CASE("SW-13 a deleted event file is reported and a new file started",
   auto second = w.flush().path;
   fs::remove(second);
   CHECK_THROWS_AS(w.flush(), unknown_error);
+}
+
+TEST_CASE("SW-2 one summary_writer handle shared by many threads",
+          "[SW-2][writer][shared]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  constexpr int threads = 4;
+  constexpr int64_t per_thread = 6000; // over the handle's batch of 4096
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&w, t] {
+        auto tag = "thread" + std::to_string(t);
+        for (int64_t step = 0; step < per_thread; ++step) {
+          w.scalar(tag, static_cast<double>(step), step);
+          if (step % 1000 == 999)
+            w.text(tag + "/note", "at " + std::to_string(step), step);
+          if (step % 2500 == 0)
+            w.flush();
+        }
+      });
+    for (auto& t : ts)
+      t.join();
+    w.close();
+  }
+  // Every event exactly once, and each thread's in its own order.
+  std::map<std::string, std::vector<int64_t>> steps;
+  for (auto& [tag, step] : scalars_of(only_file(dir.path())))
+    steps[tag].push_back(step);
+  REQUIRE(steps.size() == threads);
+  for (auto& [tag, got] : steps) {
+    INFO(tag);
+    REQUIRE(got.size() == static_cast<size_t>(per_thread));
+    for (int64_t i = 0; i < per_thread; ++i)
+      REQUIRE(got[static_cast<size_t>(i)] == i);
+  }
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-// The summary writer: TensorFlow's FileWriter (tf-semantics section 5) as a
+// The summary writer: TensorFlow's FileWriter (docs/semantics.md, Summary writing) as a
 // CAF actor, and a blocking handle for plain main() code:
 //
 //   quern::config cfg;
@@ -11,6 +11,7 @@
 //   // writer.close() is optional: the destructor closes and stops the actor.
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,7 +62,9 @@ summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
 /// call), with at most one batch in flight; every other call waits for the
 /// writer's answer. A failed write is thrown (op_error, quern/error.hpp) by
 /// the call that learns of it: the next send, flush() or close().
-/// One handle per thread; several handles may share one writer actor.
+/// Any number of threads may share one handle, as TensorFlow's threads share
+/// one FileWriter: its calls take turns, so each thread's events keep their
+/// order and none is lost. Several handles may also share one writer actor.
 class summary_writer {
 public:
   /// Spawns a writer owned by this handle; throws op_error when the log
@@ -113,6 +116,7 @@ private:
   template <class... Ts>
   void call(Ts&&... xs);
 
+  std::mutex mtx_; // one call at a time: the batch and the in-flight reply
   caf::scoped_actor self_;
   summary_writer_actor writer_;
   bool owner_;

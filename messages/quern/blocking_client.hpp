@@ -1,0 +1,126 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/error.hpp"
+
+namespace quern {
+
+/// The machinery every blocking handle (`blocking_queue`, `coordinator`,
+/// `summary_writer`, ...) makes its calls with: a request to an actor, a wait
+/// for its answer, and an error turned into the op_error it names.
+///
+/// It may be used by any number of threads at once. A caf::scoped_actor has
+/// one mailbox and must be used by one thread at a time: two threads waiting
+/// on one mailbox each take the other's answer, and one of them waits
+/// forever. So each call leases a scoped_actor of its own from a small pool
+/// (one per thread that is inside a call at the same moment), and returns it
+/// when the answer is in. A thread blocked in a call therefore never stops
+/// another thread from calling the same handle: a dequeue that waits for
+/// data does not keep another thread from enqueueing it.
+class blocking_client {
+public:
+  explicit blocking_client(caf::actor_system& sys)
+      : sys_(&sys), pool_(std::make_shared<pool>()) {}
+
+  blocking_client(blocking_client&&) noexcept = default;
+  blocking_client& operator=(blocking_client&&) noexcept = default;
+
+  /// A scoped_actor for one thread's exclusive use until the lease ends.
+  class lease;
+
+private:
+  struct pool {
+    std::mutex mtx;
+    std::vector<std::unique_ptr<caf::scoped_actor>> free;
+
+    void release(std::unique_ptr<caf::scoped_actor> a) {
+      std::lock_guard<std::mutex> guard{mtx};
+      free.push_back(std::move(a));
+    }
+  };
+
+public:
+  class lease {
+  public:
+    lease(lease&& other) noexcept
+        : owner_(std::move(other.owner_)), actor_(std::move(other.actor_)) {}
+    lease& operator=(lease&&) = delete;
+    ~lease() {
+      if (owner_)
+        owner_->release(std::move(actor_));
+    }
+    caf::scoped_actor& operator*() const noexcept { return *actor_; }
+    caf::scoped_actor* operator->() const noexcept { return actor_.get(); }
+
+  private:
+    friend class blocking_client;
+    lease(std::shared_ptr<pool> owner, std::unique_ptr<caf::scoped_actor> actor)
+        : owner_(std::move(owner)), actor_(std::move(actor)) {}
+    std::shared_ptr<pool> owner_;
+    std::unique_ptr<caf::scoped_actor> actor_;
+  };
+
+  lease acquire() {
+    {
+      std::lock_guard<std::mutex> guard{pool_->mtx};
+      if (!pool_->free.empty()) {
+        auto a = std::move(pool_->free.back());
+        pool_->free.pop_back();
+        return lease{pool_, std::move(a)};
+      }
+    }
+    return lease{pool_, std::make_unique<caf::scoped_actor>(*sys_)};
+  }
+
+  caf::actor_system& system() const noexcept { return *sys_; }
+
+  /// One request to `dest` and its answer of type T (void for none). The
+  /// request carries no timeout of CAF's: the actors quern calls always
+  /// answer, and one that enforces a deadline answers when it passes (a
+  /// reply dropped by a client-side timeout could lose an element). Throws
+  /// the op_error that the answer's error names.
+  template <class T, class Dest, class... Ts>
+  T call(const Dest& dest, Ts&&... xs) {
+    auto self = acquire();
+    return receive_answer<T>(*self, dest, std::forward<Ts>(xs)...);
+  }
+
+  /// Like call(), on a scoped_actor the caller holds (a handle that keeps
+  /// its own mailbox for streaming, under its own lock).
+  template <class T, class Dest, class... Ts>
+  static T receive_answer(caf::scoped_actor& self, const Dest& dest, Ts&&... xs) {
+    caf::error err;
+    if constexpr (std::is_void<T>::value) {
+      self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+          .receive([] {}, [&](caf::error& e) { err = std::move(e); });
+      if (err)
+        throw_error(err);
+    } else {
+      std::optional<T> result;
+      self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+          .receive([&](T& x) { result = std::move(x); },
+                   [&](caf::error& e) { err = std::move(e); });
+      if (err)
+        throw_error(err);
+      return std::move(*result);
+    }
+  }
+
+private:
+  caf::actor_system* sys_;
+  // Shared with the leases: a call still waiting when the handle goes (one
+  // thread destroys a coordinator while another waits in its join) returns
+  // its scoped_actor to a pool that is still there.
+  std::shared_ptr<pool> pool_;
+};
+
+} // namespace quern
