@@ -2,34 +2,66 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
 
+#include "quern/blocking_client.hpp"
 #include "quern/coordination.hpp"
 #include "quern/error.hpp"
 
 namespace quern {
 
-/// Options of a coordinator (tf-semantics CO-1).
+/// Tells whether an exception is of a kind (see exception_type<T>()).
+using exception_matcher = std::function<bool(const std::exception_ptr&)>;
+
+/// A matcher for exceptions of type T or derived from it.
+template <class T>
+exception_matcher exception_type() {
+  return [](const std::exception_ptr& ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const T&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  };
+}
+
+/// Options of a coordinator (CO-1).
 struct coordinator_options {
   /// Errors with these codes are a clean stop: request_stop(e) behaves like
   /// request_stop() and join never re-raises them. TensorFlow's default is
   /// {OutOfRange}.
   std::vector<error_code> clean_stop_codes{error_code::out_of_range};
+  /// Exceptions of these types are a clean stop too (TensorFlow's
+  /// clean_stop_exception_types), e.g. `{quern::exception_type<my_done>()}`.
+  /// Checked against the exception object an error was made from, so they
+  /// apply to exceptions reported in this process.
+  std::vector<exception_matcher> clean_stop_exception_types;
+  /// A join that waits this long with no stop requested (TensorFlow would wait
+  /// forever, silently) reports the actors it still waits for through
+  /// `on_join_warning` once, then keeps waiting as asked. Zero or less: never.
+  caf::timespan join_warning_after = std::chrono::seconds(60);
+  /// Receives that report; the default prints it to stderr as
+  /// `quern: Coordinator.join has waited 60 s with no stop requested for
+  /// threads still running: <name> <name> ...`.
+  std::function<void(const std::string&)> on_join_warning;
 };
 
 /// TensorFlow's default stop_grace_period_secs (120 s).
 constexpr caf::timespan default_stop_grace_period = std::chrono::seconds(120);
 
-/// Spawns a coordinator actor (tf-semantics section 3). It keeps the stop
+/// Spawns a coordinator actor (docs/semantics.md, Coordinator). It keeps the stop
 /// flag and the first non-clean error, monitors every registered actor, pushes
 /// (stop) to those that asked for it when stop is requested, treats an
 /// error exit of a registered actor as request_stop(reason), and answers join
@@ -52,8 +84,10 @@ private:
 
 /// Converts an exception into the error that request_stop records: an
 /// op_error keeps its code, anything else becomes error_code::unknown; what()
-/// is kept verbatim in both cases.
-caf::error error_from(const std::exception& e);
+/// is kept verbatim in both cases. When `e` is the exception being handled
+/// (called in its catch block), the error keeps the object itself, so that
+/// join rethrows it with its own type; otherwise a given `copy` of it.
+caf::error error_from(const std::exception& e, std::exception_ptr copy = nullptr);
 
 /// A blocking handle on a coordinator for plain `main()` code (or detached
 /// actors): the seed's loop shape
@@ -67,6 +101,11 @@ caf::error error_from(const std::exception& e);
 ///     coord.join(actors);
 ///
 /// Each call is one request to the coordinator actor, which always answers.
+/// Any number of threads may share one handle (one thread in join() while
+/// others call should_stop() or request_stop(), as TensorFlow's threads
+/// share one Coordinator). join() and raise_requested_exception() rethrow
+/// the very exception object that request_stop(e) was given in this process
+/// (same type, same what()), as TensorFlow does.
 /// The handle made by the first constructor owns its coordinator: its
 /// destructor requests stop (so every registered runner cancels its queue and
 /// ends) and then terminates the coordinator actor, so a program that forgets
@@ -93,7 +132,16 @@ public:
   /// before stop. After join completed, a non-clean error is thrown at once
   /// instead (CO-5).
   bool request_stop(const caf::error& e);
-  bool request_stop(const std::exception& e);
+  /// The exception object is kept: join() and raise_requested_exception()
+  /// rethrow it with its own type. Called in the catch block of `e`, that is
+  /// the very object thrown; otherwise a copy of `e` when E is its dynamic
+  /// type (a copy as a base class would lose the rest: then only the code of
+  /// an op_error and what() are kept; pass std::current_exception() instead).
+  template <class E, class = std::enable_if_t<std::is_base_of<std::exception, E>::value>>
+  bool request_stop(const E& e) {
+    return request_stop(
+        error_from(e, typeid(e) == typeid(E) ? std::make_exception_ptr(e) : nullptr));
+  }
   bool request_stop(std::exception_ptr ep);
 
   /// CO-2: waits until stop is requested or `timeout` elapsed; returns the
@@ -113,7 +161,8 @@ public:
 
   /// CO-7: watch `a`: monitor it, push (stop) to it when stop is requested
   /// (if push_stop), treat an error exit as request_stop(reason) (if
-  /// report_errors), and join it. An empty name becomes `actor#<id>`.
+  /// report_errors), and join it. An empty name becomes the actor's own
+  /// name and id, e.g. `quern.queue_runner#17`.
   void register_actor(const caf::actor& a, std::string name = {}, bool push_stop = true,
                       bool report_errors = true);
   template <class Handle,
@@ -158,7 +207,7 @@ private:
   T call(Ts&&... xs);
 
   caf::actor_system& sys_;
-  caf::scoped_actor self_;
+  blocking_client client_;
   coordinator_actor actor_;
   bool owning_;
 };

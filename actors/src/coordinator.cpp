@@ -5,10 +5,12 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/local_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -37,6 +39,9 @@ struct pending_join {
 
 struct coordinator_state {
   std::vector<error_code> clean_codes;
+  std::vector<exception_matcher> clean_types;
+  caf::timespan join_warning_after{0};
+  std::function<void(const std::string&)> on_join_warning;
   bool stop = false;
   bool joined = false;
   caf::error error;
@@ -52,13 +57,21 @@ struct coordinator_state {
 
 using coordinator_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
 
+// What the actor is, by CAF's name for it (quern's actors name themselves,
+// e.g. quern.queue_runner), and which one.
 std::string default_name(const caf::actor& a) {
-  return "actor#" + std::to_string(a.id());
+  auto local = dynamic_cast<caf::local_actor*>(caf::actor_cast<caf::abstract_actor*>(a));
+  std::string what = local ? local->name() : "actor";
+  return what + "#" + std::to_string(a.id());
 }
 
 bool is_clean(const coordinator_state& st, const caf::error& e) {
   if (!e)
     return true;
+  if (auto ep = original_exception(e))
+    for (auto& matches : st.clean_types)
+      if (matches(ep))
+        return true;
   if (e.category() != error_category)
     return false;
   auto c = code_of(e);
@@ -170,10 +183,52 @@ void watch(coordinator_ptr self, const caf::actor& a, std::string name, bool reg
     caf::anon_send(a, stop_atom::value); // registered after the stop: stop at once
 }
 
+std::string straggler_text(const std::vector<std::string>& names);
+
+// A join still waiting with no stop requested: say once what it waits for.
+void warn_join(coordinator_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.joins.find(id);
+  if (i == st.joins.end() || st.stop)
+    return;
+  std::vector<std::string> names;
+  for (auto& [aid, name] : i->second.snapshot)
+    if (i->second.alive.count(aid) > 0)
+      names.push_back(name);
+  auto secs =
+      std::chrono::duration_cast<std::chrono::duration<double>>(st.join_warning_after)
+          .count();
+  std::ostringstream text;
+  text << "Coordinator.join has waited " << secs << " s with no stop requested for "
+       << straggler_text(names).substr(std::string("Coordinator stopped with ").size());
+  if (st.on_join_warning)
+    st.on_join_warning(text.str());
+  else
+    std::cerr << "quern: " << text.str() << '\n';
+}
+
 coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
                                                   coordinator_options opts) {
   self->state.clean_codes = std::move(opts.clean_stop_codes);
+  self->state.clean_types = std::move(opts.clean_stop_exception_types);
+  self->state.join_warning_after = opts.join_warning_after;
+  self->state.on_join_warning = std::move(opts.on_join_warning);
   self->set_exception_handler(keep_exception_message);
+  // Shut down (its owning handle went away) while a join or wait_for_stop
+  // waits: answer them, so no thread waits forever for a coordinator that
+  // is gone.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    auto& st = self->state;
+    auto gone = make_error(error_code::cancelled,
+                           "the coordinator was shut down while this call waited");
+    for (auto& kv : st.joins)
+      kv.second.rp.deliver(gone);
+    st.joins.clear();
+    for (auto& kv : st.waiters)
+      kv.second.deliver(gone);
+    st.waiters.clear();
+    self->quit(msg.reason);
+  });
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     auto id = dm.source.id();
@@ -264,10 +319,14 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
         auto rp = j.rp;
         auto id = st.next_join++;
         st.joins.emplace(id, std::move(j));
+        if (!st.stop && st.join_warning_after > caf::timespan{0} &&
+            st.join_warning_after != caf::timespan::max())
+          self->delayed_send(self, st.join_warning_after, join_warning_atom::value, id);
         check_join(self, id);
         return rp;
       },
       [self](join_timeout_atom, uint64_t id) { finish_join(self, id); },
+      [self](join_warning_atom, uint64_t id) { warn_join(self, id); },
       [self](status_atom) {
         auto& st = self->state;
         coordinator_status s;
@@ -300,18 +359,31 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_options 
 live_actors_error::live_actors_error(std::vector<std::string> names)
     : std::runtime_error(straggler_text(names)), names_(std::move(names)) {}
 
-caf::error error_from(const std::exception& e) {
+caf::error error_from(const std::exception& e, std::exception_ptr copy) {
+  // Inside the catch block of `e`, the exception being handled is `e`
+  // itself: keep that object (a copy of `e` would lose its dynamic type).
+  if (auto ep = std::current_exception()) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& current) {
+      if (&current == &e)
+        return error_from_exception(ep);
+    } catch (...) {
+    }
+  }
+  if (copy)
+    return error_from_exception(copy);
   if (auto op = dynamic_cast<const op_error*>(&e))
     return op->to_error();
   return make_error(error_code::unknown, e.what());
 }
 
 coordinator::coordinator(caf::actor_system& sys, coordinator_options opts)
-    : sys_(sys), self_(sys), actor_(spawn_coordinator(sys, std::move(opts))),
+    : sys_(sys), client_(sys), actor_(spawn_coordinator(sys, std::move(opts))),
       owning_(true) {}
 
 coordinator::coordinator(caf::actor_system& sys, coordinator_actor existing)
-    : sys_(sys), self_(sys), actor_(std::move(existing)), owning_(false) {}
+    : sys_(sys), client_(sys), actor_(std::move(existing)), owning_(false) {}
 
 coordinator::~coordinator() {
   if (!owning_ || !actor_)
@@ -328,14 +400,7 @@ coordinator::~coordinator() {
 
 template <class T, class... Ts>
 T coordinator::call(Ts&&... xs) {
-  T result{};
-  caf::error err;
-  self_->request(actor_, caf::infinite, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { result = std::move(x); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
-  return result;
+  return client_.call<T>(actor_, std::forward<Ts>(xs)...);
 }
 
 bool coordinator::should_stop() {
@@ -348,10 +413,6 @@ bool coordinator::request_stop() {
 
 bool coordinator::request_stop(const caf::error& e) {
   return call<bool>(request_stop_atom::value, e);
-}
-
-bool coordinator::request_stop(const std::exception& e) {
-  return request_stop(error_from(e));
 }
 
 bool coordinator::request_stop(std::exception_ptr ep) {

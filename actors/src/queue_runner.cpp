@@ -406,6 +406,8 @@ struct runner_config {
 struct runner_state {
   runner_config cfg;
   std::unordered_map<caf::actor_id, caf::actor> live;
+  /// Each worker's name, `<runner>/<op>`: the origin of its errors.
+  std::unordered_map<caf::actor_id, std::string> names;
   std::vector<caf::actor> workers;
   bool started = false;
   bool stopping = false;
@@ -483,7 +485,7 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   if (i == st.live.end())
     return;
   st.live.erase(i);
-  const auto& reason = dm.reason;
+  auto reason = with_origin(dm.reason, st.names[dm.source.id()]);
   bool clean = is_clean_exit(reason) || has_code(st.cfg.opts.queue_closed_codes, reason);
   // A cancellation caused by our own cancel_op during a stop is expected.
   bool quiet = st.stopping && is(reason, error_code::cancelled);
@@ -553,6 +555,7 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
                 st.cfg.shared);
           st.live.emplace(w.id(), w);
           st.workers.push_back(w);
+          st.names.emplace(w.id(), op_name(st.cfg, i));
           regs.push_back(registration{w, op_name(st.cfg, i), false, false});
         }
         if (!st.cfg.coord)
@@ -575,7 +578,7 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
 }
 
 /// The queue's node name: its resource name without the `_<k>_` prefix of
-/// unshared queues (tf-semantics C-3).
+/// unshared queues (docs/semantics.md C-3).
 std::string node_name(const std::string& resource_name) {
   if (resource_name.size() > 2 && resource_name[0] == '_') {
     auto i = resource_name.find('_', 1);

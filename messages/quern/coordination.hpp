@@ -14,8 +14,8 @@
 
 namespace quern {
 
-// The vocabulary of the coordinator and the queue runners (tf-semantics
-// sections 2 and 3). Atom texts are at most 10 characters (CAF 0.17).
+// The vocabulary of the coordinator and the queue runners (docs/semantics.md
+// QR-1..QR-10, CO-1..CO-8). Atom texts are at most 10 characters (CAF 0.17).
 
 // -- coordinator requests (tf.train.Coordinator) --
 /// (request_stop, error) -> bool: sets the stop flag; a none error or a
@@ -49,6 +49,7 @@ using runner_start_atom = caf::atom_constant<caf::atom("qr_start")>;
 // -- internal timers --
 using join_timeout_atom = caf::atom_constant<caf::atom("join_tmo")>;
 using wait_timeout_atom = caf::atom_constant<caf::atom("wait_tmo")>;
+using join_warning_atom = caf::atom_constant<caf::atom("join_warn")>;
 
 /// One actor the coordinator watches (monitors). `name` is used when join
 /// names stragglers (empty: "actor#<id>"). With `push_stop` the coordinator
@@ -96,7 +97,7 @@ struct coordinator_status {
   }
 };
 
-/// The coordinator actor (tf-semantics section 3).
+/// The coordinator actor (docs/semantics.md, Coordinator).
 using coordinator_actor = caf::typed_actor<
     caf::replies_to<request_stop_atom, caf::error>::with<bool>,
     caf::replies_to<should_stop_atom>::with<bool>,
@@ -107,9 +108,10 @@ using coordinator_actor = caf::typed_actor<
                     bool>::with<join_report>,
     caf::replies_to<status_atom>::with<coordinator_status>,
     caf::reacts_to<join_timeout_atom, uint64_t>,
-    caf::reacts_to<wait_timeout_atom, uint64_t>>;
+    caf::reacts_to<wait_timeout_atom, uint64_t>,
+    caf::reacts_to<join_warning_atom, uint64_t>>;
 
-/// The queue runner actor (tf-semantics section 2). It supervises one worker
+/// The queue runner actor (docs/semantics.md, QueueRunner). It supervises one worker
 /// per enqueue op, closes its queue when the last worker ran out of input,
 /// cancels pending enqueues on stop and ends when every worker has ended.
 using queue_runner_actor =

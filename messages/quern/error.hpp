@@ -1,16 +1,18 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
 
 namespace quern {
 
-/// TensorFlow's status codes (tf-semantics C-1), with the same numbers, as one
+/// TensorFlow's status codes (docs/semantics.md C-1), with the same numbers, as one
 /// CAF error category. Every quern failure is a caf::error of this category
 /// whose context carries a readable message, e.g.
 /// `FIFOQueue 'q' is closed and has insufficient elements (requested 1, current size 0)`.
@@ -55,17 +57,47 @@ std::string message_of(const caf::error& e);
 /// `OutOfRange: <message>` -- used by the error renderer registered with CAF.
 std::string render(const caf::error& e);
 
+/// What a quern error carries beside its message: where it was raised (a
+/// runner's op, `reader/op1`; empty when unknown) and, inside one process,
+/// the exception object it was made from, so that whoever rethrows it
+/// (coordinator::join, raise_requested_exception, a blocking handle) throws
+/// that very object, as TensorFlow's coordinator re-raises the original
+/// exception. Only `origin` crosses a process boundary (an exception object
+/// cannot); the receiving side rethrows the op_error of the code.
+struct error_detail {
+  std::string origin;
+  std::exception_ptr original;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, error_detail& x) {
+    return f(caf::meta::type_name("quern::error_detail"), x.origin);
+  }
+};
+
+/// The origin of `e` (empty when it has none).
+std::string origin_of(const caf::error& e);
+/// `e` with `origin` recorded, unless it already names one; other errors
+/// (not of quern's category) are returned as they are.
+caf::error with_origin(caf::error e, const std::string& origin);
+/// The exception object `e` was made from (null when it was not, or when it
+/// came from another process).
+std::exception_ptr original_exception(const caf::error& e);
+
 /// Exceptions thrown by blocking handles and validation functions; named
 /// after TensorFlow's `tf.errors.*Error` classes.
 class op_error : public std::runtime_error {
 public:
   op_error(error_code code, const std::string& message);
   error_code code() const noexcept { return code_; }
+  /// Where the error was raised, when known (error_detail::origin).
+  const std::string& origin() const noexcept { return origin_; }
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
   /// The same error as a caf::error.
   caf::error to_error() const;
 
 private:
   error_code code_;
+  std::string origin_;
 };
 
 #define QUERN_DECLARE_OP_ERROR(cls, code_value)                                          \
@@ -94,14 +126,16 @@ QUERN_DECLARE_OP_ERROR(unauthenticated_error, unauthenticated)
 
 #undef QUERN_DECLARE_OP_ERROR
 
-/// Throws the op_error subclass that matches `e`. Errors of other categories
-/// (e.g. a CAF error such as an unreachable actor) become unavailable_error
-/// or unknown_error with CAF's rendering as the message.
+/// Rethrows the exception object `e` was made from, when it carries one
+/// (error_from_exception); otherwise throws the op_error subclass that matches
+/// `e`, with its origin. Errors of other categories (e.g. a CAF error such as
+/// an unreachable actor) become unavailable_error or unknown_error with CAF's
+/// rendering as the message.
 [[noreturn]] void throw_error(const caf::error& e);
 
-/// Converts the exception in flight (any std::exception) into a caf::error:
-/// an op_error keeps its code, anything else becomes error_code::unknown with
-/// what() as message.
+/// Converts an exception (any std::exception) into a caf::error that keeps
+/// the exception object itself: an op_error keeps its code, anything else
+/// becomes error_code::unknown; what() is the message in both cases.
 caf::error error_from_exception(std::exception_ptr ep);
 
 } // namespace quern

@@ -58,12 +58,54 @@ bool is(const caf::error& e, error_code c) {
   return e && e.category() == error_category && e.code() == static_cast<uint8_t>(c);
 }
 
+namespace {
+
+// A quern error's context: (message) or (message, error_detail).
+const error_detail* detail_of(const caf::error& e) {
+  if (!e || e.category() != error_category)
+    return nullptr;
+  const auto& ctx = e.context();
+  if (ctx.size() == 2 && ctx.match_element<error_detail>(1))
+    return &ctx.get_as<error_detail>(1);
+  return nullptr;
+}
+
+caf::error make_error(error_code code, std::string message, error_detail detail) {
+  return caf::error(static_cast<uint8_t>(code), error_category,
+                    caf::make_message(std::move(message), std::move(detail)));
+}
+
+} // namespace
+
+std::string origin_of(const caf::error& e) {
+  auto d = detail_of(e);
+  return d ? d->origin : std::string{};
+}
+
+std::exception_ptr original_exception(const caf::error& e) {
+  auto d = detail_of(e);
+  return d ? d->original : nullptr;
+}
+
+caf::error with_origin(caf::error e, const std::string& origin) {
+  if (!e || e.category() != error_category || origin.empty())
+    return e;
+  error_detail d;
+  if (auto old = detail_of(e)) {
+    if (!old->origin.empty())
+      return e;
+    d = *old;
+  }
+  d.origin = origin;
+  return make_error(code_of(e), message_of(e), std::move(d));
+}
+
 std::string message_of(const caf::error& e) {
   if (!e)
     return {};
   if (e.category() == error_category) {
     const auto& ctx = e.context();
-    if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
       return ctx.get_as<std::string>(0);
     return error_code_name(static_cast<error_code>(e.code()));
   }
@@ -81,62 +123,83 @@ op_error::op_error(error_code code, const std::string& message)
     : std::runtime_error(message), code_(code) {}
 
 caf::error op_error::to_error() const {
-  return make_error(code_, what());
+  if (origin_.empty())
+    return make_error(code_, what());
+  error_detail d;
+  d.origin = origin_;
+  return make_error(code_, what(), std::move(d));
 }
 
+namespace {
+
+template <class Error>
+[[noreturn]] void throw_with_origin(const std::string& msg, std::string origin) {
+  Error ex{msg};
+  ex.set_origin(std::move(origin));
+  throw ex;
+}
+
+} // namespace
+
 void throw_error(const caf::error& e) {
+  if (auto ep = original_exception(e))
+    std::rethrow_exception(ep);
   auto msg = message_of(e);
   if (e.category() != error_category) {
     if (e.category() == caf::atom("system"))
       throw unavailable_error(msg);
-    throw unknown_error(msg);
+    throw_with_origin<unknown_error>(msg, origin_of(e));
   }
   switch (static_cast<error_code>(e.code())) {
   case error_code::cancelled:
-    throw cancelled_error(msg);
+    throw_with_origin<cancelled_error>(msg, origin_of(e));
   case error_code::invalid_argument:
-    throw invalid_argument_error(msg);
+    throw_with_origin<invalid_argument_error>(msg, origin_of(e));
   case error_code::deadline_exceeded:
-    throw deadline_exceeded_error(msg);
+    throw_with_origin<deadline_exceeded_error>(msg, origin_of(e));
   case error_code::not_found:
-    throw not_found_error(msg);
+    throw_with_origin<not_found_error>(msg, origin_of(e));
   case error_code::already_exists:
-    throw already_exists_error(msg);
+    throw_with_origin<already_exists_error>(msg, origin_of(e));
   case error_code::permission_denied:
-    throw permission_denied_error(msg);
+    throw_with_origin<permission_denied_error>(msg, origin_of(e));
   case error_code::resource_exhausted:
-    throw resource_exhausted_error(msg);
+    throw_with_origin<resource_exhausted_error>(msg, origin_of(e));
   case error_code::failed_precondition:
-    throw failed_precondition_error(msg);
+    throw_with_origin<failed_precondition_error>(msg, origin_of(e));
   case error_code::aborted:
-    throw aborted_error(msg);
+    throw_with_origin<aborted_error>(msg, origin_of(e));
   case error_code::out_of_range:
-    throw out_of_range_error(msg);
+    throw_with_origin<out_of_range_error>(msg, origin_of(e));
   case error_code::unimplemented:
-    throw unimplemented_error(msg);
+    throw_with_origin<unimplemented_error>(msg, origin_of(e));
   case error_code::internal:
-    throw internal_error(msg);
+    throw_with_origin<internal_error>(msg, origin_of(e));
   case error_code::unavailable:
-    throw unavailable_error(msg);
+    throw_with_origin<unavailable_error>(msg, origin_of(e));
   case error_code::data_loss:
-    throw data_loss_error(msg);
+    throw_with_origin<data_loss_error>(msg, origin_of(e));
   case error_code::unauthenticated:
-    throw unauthenticated_error(msg);
+    throw_with_origin<unauthenticated_error>(msg, origin_of(e));
   case error_code::unknown:
     break;
   }
-  throw unknown_error(msg);
+  throw_with_origin<unknown_error>(msg, origin_of(e));
 }
 
 caf::error error_from_exception(std::exception_ptr ep) {
+  error_detail d;
+  d.original = ep;
   try {
     std::rethrow_exception(ep);
   } catch (const op_error& e) {
-    return e.to_error();
+    d.origin = e.origin();
+    return make_error(e.code(), e.what(), std::move(d));
   } catch (const std::exception& e) {
-    return make_error(error_code::unknown, e.what());
+    return make_error(error_code::unknown, e.what(), std::move(d));
   } catch (...) {
-    return make_error(error_code::unknown, "unknown exception (not a std::exception)");
+    return make_error(error_code::unknown, "unknown exception (not a std::exception)",
+                      std::move(d));
   }
 }
 

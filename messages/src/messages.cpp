@@ -21,11 +21,12 @@ void add_queue_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<queue_options>("quern::queue_options");
   cfg.add_message_type<queue_spec>("quern::queue_spec");
   cfg.add_message_type<queue_actor>("quern::queue_actor");
+  cfg.add_message_type<error_detail>("quern::error_detail");
   // CAF's default renderer drops the context; ours keeps the readable text.
   cfg.add_error_category(error_category,
                          [](uint8_t code, caf::atom_value, const caf::message& ctx) {
                            std::string s = error_code_name(static_cast<error_code>(code));
-                           if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+                           if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
                              s += ": " + ctx.get_as<std::string>(0);
                            return s;
                          });
