@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <system_error>
@@ -75,10 +76,10 @@ caf::error event_file_writer::adopt(int fd, const std::string& path, double wall
 }
 
 caf::error event_file_writer::create(const std::string& logdir, const std::string& suffix,
-                                     bool sync) {
+                                     bool sync, double now) {
   if (auto err = close(sync))
     return err;
-  auto secs = static_cast<int64_t>(std::time(nullptr));
+  auto secs = static_cast<int64_t>(std::floor(now));
   auto base = logdir;
   if (!base.empty() && base.back() != '/')
     base += '/';

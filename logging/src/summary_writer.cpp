@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <unordered_set>
 #include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/blocking_actor.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/response_handle.hpp>
 #include <caf/send.hpp>
@@ -43,6 +46,10 @@ struct writer_state {
   std::unordered_set<std::string> seen_tags;
   uint32_t files = 0;
   std::string last_path;
+  /// A writer_tick is on its way (summary_write_delay).
+  bool tick_scheduled = false;
+
+  double now() const { return opts.clock ? opts.clock() : wall_time_now(); }
 
   static inline const char* name = "quern.summary_writer";
 
@@ -53,13 +60,16 @@ struct writer_state {
   void init() {
     init_error = create_log_directory(opts.logdir);
     if (!init_error && !opts.filename_suffix.empty())
-      keep(open_file()); // SW-11: a suffix creates the file at once
+      keep(open_file(now())); // SW-11: a suffix creates the file at once
   }
 
-  caf::error open_file() {
+  /// `wall`: the file's time (its name's seconds and first record), the
+  /// time of the event that opens it, so that a given clock gives the same
+  /// file whichever thread reads it first.
+  caf::error open_file(double wall) {
     if (file.is_open())
       return caf::none;
-    if (auto err = file.create(opts.logdir, opts.filename_suffix, opts.sync))
+    if (auto err = file.create(opts.logdir, opts.filename_suffix, opts.sync, wall))
       return err;
     ++files;
     last_path = file.path();
@@ -73,11 +83,11 @@ struct writer_state {
   }
 
   /// Before appending: the error that stops this add, if any.
-  caf::error ready() {
+  caf::error ready(double wall) {
     if (init_error)
       return init_error;
     check_vanished();
-    return open_file();
+    return open_file(wall);
   }
 
   /// SW-13: when the file was deleted (or replaced) under the writer, the
@@ -150,11 +160,46 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
   auto& st = self->state;
   if (st.closed) // SW-5: dropped after close()
     return caf::unit;
-  if (auto err = st.ready())
+  auto first = events.begin() == events.end() || events.begin()->wall_time <= 0
+                   ? st.now()
+                   : events.begin()->wall_time;
+  if (auto err = st.ready(first))
     return finish_add(self, std::move(err));
   for (auto& ev : events)
     st.file.append(ev);
-  return finish_add(self, st.after_events());
+  auto err = st.after_events();
+  // What is held goes to the OS within summary_write_delay even when no
+  // further message comes, so a crash of the program loses little.
+  if (st.file.pending_events() > 0 && !st.tick_scheduled) {
+    st.tick_scheduled = true;
+    self->delayed_send(self, summary_write_delay, writer_tick_atom::value);
+  }
+  return finish_add(self, std::move(err));
+}
+
+/// add_summary (SW-7): values with metadata keep it only the first time
+/// their tag is seen.
+caf::result<void> add_summary(writer_pointer self, std::vector<summary_value> values,
+                              int64_t step, double wall_time) {
+  auto& st = self->state;
+  summary_event ev;
+  ev.wall_time = wall_time;
+  ev.step = step;
+  ev.what = event_kind::summary;
+  ev.values = std::move(values);
+  if (!st.closed) {
+    for (auto& v : ev.values) {
+      if (!v.has_metadata())
+        continue;
+      if (!st.seen_tags.insert(v.tag).second) {
+        v.plugin_name.clear();
+        v.plugin_content.clear();
+        v.display_name.clear();
+        v.description.clear();
+      }
+    }
+  }
+  return add_events(self, std::array<summary_event, 1>{std::move(ev)});
 }
 
 summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
@@ -168,26 +213,11 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
       },
       [=](add_summary_atom, std::vector<summary_value>& values,
           int64_t step) -> caf::result<void> {
-        auto& st = self->state;
-        summary_event ev;
-        ev.wall_time = wall_time_now();
-        ev.step = step;
-        ev.what = event_kind::summary;
-        ev.values = std::move(values);
-        if (!st.closed) {
-          // SW-7: metadata only the first time a tag is seen with it.
-          for (auto& v : ev.values) {
-            if (!v.has_metadata())
-              continue;
-            if (!st.seen_tags.insert(v.tag).second) {
-              v.plugin_name.clear();
-              v.plugin_content.clear();
-              v.display_name.clear();
-              v.description.clear();
-            }
-          }
-        }
-        return add_events(self, std::array<summary_event, 1>{std::move(ev)});
+        return add_summary(self, std::move(values), step, self->state.now());
+      },
+      [=](add_summary_atom, std::vector<summary_value>& values, int64_t step,
+          double wall_time) -> caf::result<void> {
+        return add_summary(self, std::move(values), step, wall_time);
       },
       [=](add_events_atom, const std::vector<summary_event>& events)
           -> caf::result<void> { return add_events(self, events); },
@@ -226,6 +256,12 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
         return caf::unit;
       },
       [=](writer_status_atom) -> writer_status { return self->state.status(); },
+      [=](writer_tick_atom) {
+        auto& st = self->state;
+        st.tick_scheduled = false;
+        if (st.file.is_open() && st.file.pending_events() > 0)
+          st.keep(st.file.write());
+      },
   };
 }
 
@@ -238,6 +274,14 @@ summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
 
 // -- blocking handle ----------------------------------------------------------
 
+struct summary_writer::batch_state {
+  std::mutex mtx; // one call at a time: the batch and the in-flight reply
+  std::vector<scalar_event> batch;
+  double last_send = 0; // wall-clock seconds of the last batch sent
+  /// A tick is on its way to the ticker.
+  std::atomic<bool> armed{false};
+};
+
 namespace {
 
 summary_writer_options options_for(const std::string& logdir) {
@@ -246,11 +290,38 @@ summary_writer_options options_for(const std::string& logdir) {
   return opts;
 }
 
+// Sends a partial batch that no further call of the handle came for. It
+// never waits for the handle's lock (a scheduler thread must not block): a
+// busy handle is making a call, and every call sends the batch first or
+// comes back to it within 20 ms; the ticker then looks again later.
+caf::behavior batch_ticker(caf::event_based_actor* self,
+                           std::shared_ptr<summary_writer::batch_state> st,
+                           summary_writer_actor writer) {
+  return {
+      [=](writer_tick_atom) {
+        std::unique_lock<std::mutex> lock{st->mtx, std::try_to_lock};
+        if (!lock.owns_lock()) {
+          self->delayed_send(self, summary_batch_delay, writer_tick_atom::value);
+          return;
+        }
+        st->armed = false;
+        if (st->batch.empty())
+          return;
+        // One-way: the writer keeps an error for the handle's next request.
+        st->last_send = st->batch.back().wall_time;
+        self->send(writer, add_scalars_atom::value, std::move(st->batch));
+        st->batch.clear();
+        st->batch.reserve(handle_batch_size);
+      },
+  };
+}
+
 } // namespace
 
 summary_writer::summary_writer(caf::actor_system& sys, summary_writer_options opts)
-    : self_(sys), writer_(spawn_summary_writer(sys, std::move(opts))), owner_(true) {
-  batch_.reserve(handle_batch_size);
+    : batch_(std::make_shared<batch_state>()), self_(sys), owner_(true),
+      clock_(opts.clock) {
+  writer_ = spawn_summary_writer(sys, std::move(opts));
   // The writer answers every request, a failed log directory included.
   caf::error err;
   self_->request(writer_, caf::infinite, writer_flush_atom::value)
@@ -259,6 +330,7 @@ summary_writer::summary_writer(caf::actor_system& sys, summary_writer_options op
     caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
     throw_error(err);
   }
+  start_ticker();
 }
 
 summary_writer::summary_writer(caf::actor_system& sys, const std::string& logdir)
@@ -267,12 +339,19 @@ summary_writer::summary_writer(caf::actor_system& sys, const std::string& logdir
 }
 
 summary_writer::summary_writer(caf::actor_system& sys, summary_writer_actor writer)
-    : self_(sys), writer_(std::move(writer)), owner_(false) {
-  batch_.reserve(handle_batch_size);
+    : batch_(std::make_shared<batch_state>()), self_(sys), writer_(std::move(writer)),
+      owner_(false) {
+  start_ticker();
+}
+
+void summary_writer::start_ticker() {
+  batch_->batch.reserve(handle_batch_size);
+  ticker_ = self_->home_system().spawn(batch_ticker, batch_, writer_);
 }
 
 summary_writer::~summary_writer() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
+  caf::anon_send_exit(ticker_, caf::exit_reason::user_shutdown);
   try {
     send_batch(true);
     await_in_flight();
@@ -299,25 +378,30 @@ void summary_writer::await_in_flight() {
 }
 
 void summary_writer::send_batch(bool force) {
-  if (batch_.empty())
+  auto& st = *batch_;
+  if (st.batch.empty())
     return;
   if (!force) {
     // One clock read per scalar: its wall_time, also used here. A clock that
     // went backwards counts as "long ago".
-    auto wall = batch_.back().wall_time;
-    if (batch_.size() < handle_batch_size && wall >= last_send_ &&
-        wall - last_send_ < handle_max_delay)
+    auto wall = st.batch.back().wall_time;
+    if (st.batch.size() < handle_batch_size && wall >= st.last_send &&
+        wall - st.last_send < handle_max_delay) {
+      // Held back: if no further call comes, the ticker sends it.
+      if (st.batch.size() == 1 && !st.armed.exchange(true))
+        caf::delayed_anon_send(ticker_, summary_batch_delay, writer_tick_atom::value);
       return;
+    }
   }
   // At most one batch in flight: the writer encodes one while this thread
   // fills the next, and a write error reaches this thread one batch later.
   await_in_flight();
-  last_send_ = wall_time_now();
-  auto rh =
-      self_->request(writer_, caf::infinite, add_scalars_atom::value, std::move(batch_));
+  st.last_send = st.batch.back().wall_time;
+  auto rh = self_->request(writer_, caf::infinite, add_scalars_atom::value,
+                           std::move(st.batch));
   in_flight_ = rh.id();
-  batch_.clear();
-  batch_.reserve(handle_batch_size);
+  st.batch.clear();
+  st.batch.reserve(handle_batch_size);
 }
 
 template <class... Ts>
@@ -332,9 +416,9 @@ void summary_writer::call(Ts&&... xs) {
 }
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  auto& ev = batch_.emplace_back();
-  ev.wall_time = wall_time_now(); // SW-6: the time of the call
+  std::lock_guard<std::mutex> guard{batch_->mtx};
+  auto& ev = batch_->batch.emplace_back();
+  ev.wall_time = clock_ ? clock_() : wall_time_now(); // SW-6: the time of the call
   ev.step = step;
   ev.tag = tag;
   ev.value = static_cast<float>(value);
@@ -354,18 +438,27 @@ void summary_writer::image(const std::string& tag, const std::string& png, int64
   add_summary({png_image_value(tag, png)}, step);
 }
 
+void summary_writer::add_session_log(session_status status,
+                                     const std::string& checkpoint_path, int64_t step,
+                                     const std::string& msg) {
+  add_event(session_log_event(status, checkpoint_path, msg, step,
+                              clock_ ? clock_() : wall_time_now()));
+}
+
 void summary_writer::add_summary(std::vector<summary_value> values, int64_t step) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  call(add_summary_atom::value, std::move(values), step);
+  std::lock_guard<std::mutex> guard{batch_->mtx};
+  // Stamped here, at the call (SW-6), with the handle's clock.
+  call(add_summary_atom::value, std::move(values), step,
+       clock_ ? clock_() : wall_time_now());
 }
 
 void summary_writer::add_event(summary_event ev) {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
   call(add_events_atom::value, std::vector<summary_event>{std::move(ev)});
 }
 
 writer_status summary_writer::flush() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
   send_batch(true);
   await_in_flight();
   writer_status result;
@@ -379,17 +472,17 @@ writer_status summary_writer::flush() {
 }
 
 void summary_writer::close() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
   call(close_atom::value);
 }
 
 void summary_writer::reopen() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
   call(writer_reopen_atom::value);
 }
 
 writer_status summary_writer::status() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{batch_->mtx};
   send_batch(true);
   await_in_flight();
   writer_status result;

@@ -32,6 +32,18 @@ summary_event make_summary_event(std::vector<summary_value> values, int64_t step
   return ev;
 }
 
+summary_event session_log_event(session_status status, std::string checkpoint_path,
+                                std::string msg, int64_t step, double wall_time) {
+  summary_event ev;
+  ev.wall_time = wall_time;
+  ev.step = step;
+  ev.what = event_kind::session_log;
+  ev.code = static_cast<int32_t>(status);
+  ev.data = std::move(checkpoint_path);
+  ev.text = std::move(msg);
+  return ev;
+}
+
 summary_value scalar_value(std::string tag, double value) {
   summary_value v;
   v.tag = std::move(tag);

@@ -31,6 +31,8 @@ using writer_flush_atom = caf::atom_constant<caf::atom("sw_flush")>;
 using writer_reopen_atom = caf::atom_constant<caf::atom("sw_reopen")>;
 /// status(): where the writer stands (writer_status).
 using writer_status_atom = caf::atom_constant<caf::atom("sw_status")>;
+/// (internal) the writer's timer: hand held events to the OS.
+using writer_tick_atom = caf::atom_constant<caf::atom("sw_tick")>;
 // close() uses quern::close_atom (atoms.hpp).
 
 /// Which member of Summary.Value's `value` oneof is set (SW-32).
@@ -183,6 +185,7 @@ struct writer_status {
 /// the result or a quern error.
 ///   add_scalars(batch)        events in order
 ///   add_summary(values, step) one Event{summary}, wall_time = now
+///   add_summary(values, step, wall_time)  the same, stamped by the sender
 ///   add_events(events)        Events as they are
 ///   flush() -> writer_status  written and (unless disabled) synced to disk
 ///   close()                   flush, close the file; later adds are dropped
@@ -193,9 +196,11 @@ struct writer_status {
 using summary_writer_actor = caf::typed_actor<
     caf::reacts_to<add_scalars_atom, std::vector<scalar_event>>,
     caf::reacts_to<add_summary_atom, std::vector<summary_value>, int64_t>,
+    caf::reacts_to<add_summary_atom, std::vector<summary_value>, int64_t, double>,
     caf::reacts_to<add_events_atom, std::vector<summary_event>>,
     caf::replies_to<writer_flush_atom>::with<writer_status>, caf::reacts_to<close_atom>,
     caf::reacts_to<writer_reopen_atom>,
-    caf::replies_to<writer_status_atom>::with<writer_status>>;
+    caf::replies_to<writer_status_atom>::with<writer_status>,
+    caf::reacts_to<writer_tick_atom>>;
 
 } // namespace quern

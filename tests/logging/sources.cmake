@@ -18,3 +18,10 @@ if(QUERN_SANITIZE)
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
     PROPERTIES COMPILE_OPTIONS -fno-sanitize=vptr)
 endif()
+
+# A child process for the crash tests of writer_test.cpp.
+add_executable(quern_test_crash_writer ${CMAKE_CURRENT_LIST_DIR}/crash_writer.cpp)
+target_link_libraries(quern_test_crash_writer PRIVATE quern::logging quern_warnings)
+add_dependencies(test_logging quern_test_crash_writer)
+target_compile_definitions(test_logging PRIVATE
+  QUERN_CRASH_WRITER_PATH="$<TARGET_FILE:quern_test_crash_writer>")

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -716,5 +719,83 @@ TEST_CASE("SW-2 one summary_writer handle shared by many threads",
     REQUIRE(got.size() == static_cast<size_t>(per_thread));
     for (int64_t i = 0; i < per_thread; ++i)
       REQUIRE(got[static_cast<size_t>(i)] == i);
+  }
+}
+
+TEST_CASE("summary_writer_options::clock makes byte-identical files",
+          "[SW-10][SW-12][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  auto write_run = [&](const std::string& logdir) {
+    auto opts = quiet(logdir);
+    // Called by this thread only: the handle stamps every event at the call
+    // and the file takes the time of its first event.
+    double t = 1700000000.25;
+    opts.clock = [&t] { return t += 0.5; };
+    summary_writer w{sys, opts};
+    for (int64_t step = 0; step < 100; ++step)
+      w.scalar("loss", 1.0 / static_cast<double>(step + 1), step);
+    w.histogram("weights", {1.0, 2.0, 2.5}, 100);
+    w.add_session_log(session_status::checkpoint, "/ckpt/model-100", 100);
+    w.close();
+  };
+  write_run(dir / "a");
+  write_run(dir / "b");
+  auto a = event_files(dir / "a");
+  auto b = event_files(dir / "b");
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  // The name carries the first event's seconds (SW-10), the first record
+  // them as its time (SW-12).
+  CHECK(fs::path(a[0]).filename().string().rfind("events.out.tfevents.1700000000.", 0) ==
+        0);
+  auto read_all = [](const std::string& path) {
+    std::ifstream in{path, std::ios::binary};
+    return std::string{std::istreambuf_iterator<char>{in}, {}};
+  };
+  CHECK(read_all(a[0]) == read_all(b[0]));
+  auto c = only_file(dir / "a");
+  REQUIRE(c.events.size() == 103);
+  CHECK(c.events[0].wall_time == 1700000000.0); // file_version
+  CHECK(c.events[1].wall_time == 1700000000.75);
+  auto& log = c.events.back();
+  CHECK(log.what == event_kind::session_log);
+  CHECK(log.code == static_cast<int32_t>(session_status::checkpoint));
+  CHECK(log.data == "/ckpt/model-100");
+  CHECK(log.step == 100);
+}
+
+TEST_CASE("SW-7 add_session_log writes START and STOP", "[SW-7][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    w.add_session_log(session_status::start);
+    w.scalar("x", 1, 1);
+    w.add_session_log(session_status::stop, {}, 2, "done");
+  }
+  auto c = only_file(dir.path());
+  REQUIRE(c.events.size() == 4);
+  CHECK(c.events[1].what == event_kind::session_log);
+  CHECK(c.events[1].code == 1);
+  CHECK(c.events[3].code == 2);
+  CHECK(c.events[3].text == "done");
+  CHECK(c.events[3].step == 2);
+}
+
+TEST_CASE("a program that crashes after logging loses no scalar it logged 1.5 s before",
+          "[writer][crash]") {
+  temp_dir dir;
+  for (std::string how : {"abort", "exception"}) {
+    auto logdir = dir / how;
+    auto cmd = std::string(QUERN_CRASH_WRITER_PATH) + " " + logdir + " 1000 " + how +
+               " 2>/dev/null";
+    int status = std::system(cmd.c_str());
+    INFO(how << ": status " << status);
+    CHECK(status != 0); // it died
+    auto c = only_file(logdir);
+    CHECK(scalars_of(c).size() == 1000);
   }
 }

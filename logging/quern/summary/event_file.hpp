@@ -40,9 +40,10 @@ public:
   /// name exists (a second writer in the same second), `.1`, `.2`, ... is
   /// appended instead of truncating the other file (TensorFlow truncates it,
   /// SW-5); TensorBoard matches `tfevents` anywhere in the name. Writes and
-  /// flushes Event{wall_time = <now> seconds, file_version} (SW-12).
-  caf::error create(const std::string& logdir, const std::string& suffix,
-                    bool sync = true);
+  /// flushes Event{wall_time = <now> seconds, file_version} (SW-12); `now`
+  /// is the wall-clock time in seconds since the epoch.
+  caf::error create(const std::string& logdir, const std::string& suffix, bool sync,
+                    double now);
 
   /// Creates or truncates `path` and writes the file_version record with
   /// `wall_time`: for tests and tools that need a given name.

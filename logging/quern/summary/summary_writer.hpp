@@ -11,11 +11,15 @@
 //   // writer.close() is optional: the destructor closes and stops the actor.
 
 #include <cstdint>
-#include <mutex>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <chrono>
+
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -41,7 +45,21 @@ struct summary_writer_options {
   /// Flushes also fsync the file (TensorFlow's Flush does). Off: flushes only
   /// hand the data to the OS.
   bool sync = true;
+  /// The wall clock, in seconds since the epoch: the wall_time of events and
+  /// the seconds in the file name. Empty: the system clock. Set it to write
+  /// byte-identical files in tests.
+  std::function<double()> clock;
 };
+
+/// How long the writer holds events before it hands them to the operating
+/// system without being asked (beyond TensorFlow, which has no timer): a
+/// program that crashes loses at most this much of what its writer got.
+constexpr auto summary_write_delay = std::chrono::milliseconds(500);
+
+/// How long a blocking handle holds a partial batch of scalars when no
+/// further call comes. With summary_write_delay: a crash loses at most the
+/// last 0.75 s of scalars.
+constexpr auto summary_batch_delay = std::chrono::milliseconds(250);
 
 /// Spawns a summary writer. It creates the log directory at once; failures
 /// (e.g. `cannot create log directory '<dir>': Not a directory`) are
@@ -58,12 +76,12 @@ summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
 /// A blocking handle for main(): the FileWriter API on top of a summary
 /// writer actor (built on caf::scoped_actor, so not for use inside actors).
 /// Scalars are batched here and sent in one message per batch (when the
-/// batch is full, when 20 ms passed since the last send, or before any other
-/// call), with at most one batch in flight; every other call waits for the
-/// writer's answer. A failed write is thrown (op_error, quern/error.hpp) by
-/// the call that learns of it: the next send, flush() or close().
-/// Any number of threads may share one handle, as TensorFlow's threads share
-/// one FileWriter: its calls take turns, so each thread's events keep their
+/// batch is full, when 20 ms passed since the last send, before any other
+/// call, or, when no further call comes, after summary_batch_delay), with at
+/// most one batch in flight; every other call waits for the writer's answer. A failed
+/// write is thrown (op_error, quern/error.hpp) by the call that learns of it: the next
+/// send, flush() or close(). Any number of threads may share one handle, as TensorFlow's
+/// threads share one FileWriter: its calls take turns, so each thread's events keep their
 /// order and none is lost. Several handles may also share one writer actor.
 class summary_writer {
 public:
@@ -93,6 +111,10 @@ public:
   void text(const std::string& tag, const std::string& text, int64_t step = 0);
   /// An already-encoded PNG image (png_image_value, values.hpp).
   void image(const std::string& tag, const std::string& png, int64_t step = 0);
+  /// add_session_log (SW-7): START, STOP or CHECKPOINT (with the checkpoint's
+  /// path) at `step`.
+  void add_session_log(session_status status, const std::string& checkpoint_path = {},
+                       int64_t step = 0, const std::string& msg = {});
 
   /// add_summary(summary, global_step) (SW-7): values with metadata keep it
   /// only the first time their tag is seen; wall_time = now.
@@ -110,19 +132,24 @@ public:
 
   const summary_writer_actor& actor() const { return writer_; }
 
+  /// The batch of scalars and the lock that makes calls take turns; shared
+  /// with the ticker that sends a batch no further call comes for.
+  struct batch_state;
+
 private:
   void send_batch(bool force);
   void await_in_flight();
+  void start_ticker();
   template <class... Ts>
   void call(Ts&&... xs);
 
-  std::mutex mtx_; // one call at a time: the batch and the in-flight reply
+  std::shared_ptr<batch_state> batch_;
   caf::scoped_actor self_;
   summary_writer_actor writer_;
   bool owner_;
-  std::vector<scalar_event> batch_;
+  std::function<double()> clock_;
+  caf::actor ticker_;
   std::optional<caf::message_id> in_flight_;
-  double last_send_ = 0; // wall-clock seconds of the last batch sent
 };
 
 } // namespace quern

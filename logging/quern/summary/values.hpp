@@ -21,6 +21,19 @@ scalar_event make_scalar_event(std::string tag, double value, int64_t step = 0);
 /// Event{wall_time = now, step, summary{values}}, ready for add_events.
 summary_event make_summary_event(std::vector<summary_value> values, int64_t step = 0);
 
+/// SessionLog.status (SW-31).
+enum class session_status : int32_t {
+  status_unspecified = 0,
+  start = 1,
+  stop = 2,
+  checkpoint = 3,
+};
+
+/// Event{wall_time, step, session_log{status, checkpoint_path, msg}}, as
+/// FileWriter.add_session_log writes it (SW-7).
+summary_event session_log_event(session_status status, std::string checkpoint_path,
+                                std::string msg, int64_t step, double wall_time);
+
 /// Value{tag, simple_value}; the value is converted to float32 (SW-40).
 summary_value scalar_value(std::string tag, double value);
 
