@@ -14,13 +14,16 @@ namespace {
 // Sends a one-way message from `self` to `dest` (the streaming protocol's
 // answers go to whoever pushed or pulled, which may be any kind of actor).
 template <class... Ts>
+// `self` null: sent anonymously (see queue_core::shutdown).
 void send_to(caf::local_actor* self, const caf::strong_actor_ptr& dest, Ts&&... xs) {
   if (!dest)
     return;
-  dest->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
-                                          caf::make_message_id(), {},
+  caf::strong_actor_ptr sender;
+  if (self)
+    sender = caf::strong_actor_ptr{self->ctrl()};
+  dest->enqueue(caf::make_mailbox_element(std::move(sender), caf::make_message_id(), {},
                                           std::forward<Ts>(xs)...),
-                self->context());
+                self ? self->context() : nullptr);
 }
 
 caf::error cancelled_enqueue() {
@@ -662,14 +665,18 @@ void queue_core::shutdown() {
   auto deqs = std::move(dequeues_);
   enqueues_.clear();
   dequeues_.clear();
+  // Streamed answers go anonymously: the queue may be ending because its
+  // last reference went, and a message naming it as sender would take a new
+  // reference to an actor that is being destroyed (a use after free).
+  // Streaming clients tell answers by their atom, not by their sender.
   for (auto& a : enqs) {
     if (a.done.is_stream())
-      a.done.deliver_count(self_, static_cast<int32_t>(a.stored), cancelled_enqueue());
+      a.done.deliver_count(nullptr, static_cast<int32_t>(a.stored), cancelled_enqueue());
     else
-      a.done.deliver_error(self_, cancelled_enqueue());
+      a.done.deliver_error(nullptr, cancelled_enqueue());
   }
   for (auto& a : deqs)
-    a.done.deliver_error(self_, cancelled_dequeue());
+    a.done.deliver_error(nullptr, cancelled_dequeue());
 }
 
 } // namespace quern::detail
