@@ -7,11 +7,13 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "quern/coordination.hpp"
 #include "quern/element.hpp"
@@ -215,18 +217,47 @@ enqueue_op async_op(async_enqueue_fn fn, std::string name = {});
 /// An enqueue op that may block; its worker is a detached actor (a thread).
 enqueue_op blocking_op(blocking_enqueue_fn fn, std::string name = {});
 
+/// A runner's close_op or cancel_op (QR-2): a close of the runner's queue
+/// with a cancel_pending_enqueues flag (TensorFlow's defaults), a function of
+/// the user's, or nothing (std::nullopt). A function runs in a thread of its
+/// own, so it may block (close other queues with a blocking_queue, say);
+/// like TensorFlow, the runner ignores what it throws.
+class runner_op {
+public:
+  /// queue.close(cancel_pending_enqueues).
+  runner_op(bool cancel_pending_enqueues) : close_(cancel_pending_enqueues) {}
+  /// Nothing is run.
+  runner_op(std::nullopt_t) {}
+  /// The user's op.
+  template <class F, class = std::enable_if_t<std::is_invocable_r_v<void, F&> &&
+                                              !std::is_same_v<std::decay_t<F>, bool>>>
+  runner_op(F fn) : fn_(std::move(fn)) {}
+
+  /// Whether there is anything to run.
+  explicit operator bool() const noexcept { return close_.has_value() || fn_ != nullptr; }
+  /// The close's flag, when this op is a close of the queue.
+  const std::optional<bool>& close_flag() const noexcept { return close_; }
+  /// The user's function, when this op is one.
+  const std::function<void()>& function() const noexcept { return fn_; }
+
+private:
+  std::optional<bool> close_;
+  std::function<void()> fn_;
+};
+
 /// Options of a queue runner (docs/semantics.md QR-1, QR-2).
 struct queue_runner_options {
   /// Names the runner and its workers in join's straggler list; empty: the
   /// queue's resource name.
   std::string name;
-  /// close_op: when the last worker ran out of input, close the queue with
-  /// this cancel_pending_enqueues flag (default: false, TF's queue.close());
-  /// nullopt: leave the queue open.
-  std::optional<bool> close_op = false;
-  /// cancel_op: on stop or error, close the queue with this flag (default:
-  /// true, TF's close(cancel_pending_enqueues=True)); nullopt: don't.
-  std::optional<bool> cancel_op = true;
+  /// close_op: run once, when the last worker ran out of input (QR-6).
+  /// Default: close the queue (false: TF's queue.close()); nullopt: leave
+  /// the queue open.
+  runner_op close_op = false;
+  /// cancel_op: run once per start, on the first stop or error (QR-7,
+  /// QR-8). Default: close the queue with cancel_pending_enqueues (TF's
+  /// close(cancel_pending_enqueues=True)); nullopt: nothing.
+  runner_op cancel_op = true;
   /// Error codes that mean "the input is exhausted / the queue is closed"
   /// (TF's queue_closed_exception_types); must not be empty. A common
   /// choice when enqueue ops dequeue from other queues is {out_of_range,
@@ -267,19 +298,34 @@ public:
   const std::string& name() const;
   size_t num_ops() const;
 
-  /// create_threads(start=True): spawns the runner actor and its workers and
-  /// returns them (runner first). With a coordinator, the runner and every
-  /// worker are registered with it (so join waits for them and names
-  /// stragglers) before this returns. Returns {} if a previous start is still
-  /// running (QR-4). Resets exceptions_raised (QR-9).
+  /// create_threads(start=True) (QR-4): spawns the runner actor and one
+  /// worker per enqueue op and returns what TensorFlow returns: the workers,
+  /// in op order, then, with a coordinator, the closer (`<name>/closer`, the
+  /// actor that runs cancel_op when stop is requested). With a coordinator,
+  /// each of them is registered with it (so join waits for them and names
+  /// stragglers) before this returns. The runner actor that supervises them
+  /// is not among them (see runner()). Returns {} if a previous start is
+  /// still running. Resets exceptions_raised (QR-9).
   std::vector<caf::actor> start(caf::actor_system& sys,
                                 const coordinator_actor& coord = {});
+
+  /// The enqueue ops (TensorFlow's enqueue_ops).
+  const std::vector<enqueue_op>& enqueue_ops() const;
+
+  /// Runs enqueue op `index` once by hand, as `sess.run(qr.enqueue_ops[i])`:
+  /// what the run emitted is enqueued (waiting while the queue is full).
+  /// Returns false when the run ended the input with end(); throws the
+  /// run's error as it is (an out_of_range_error `Reached limit of 1` of an
+  /// epoch-limited producer, as TensorFlow raises it) and any error of the
+  /// queue.
+  bool run_enqueue_op(caf::actor_system& sys, size_t index);
 
   /// The runner actor of the last start (invalid before).
   caf::actor runner() const;
   /// Whether start() created a runner actor at least once.
   bool started() const;
-  /// Whether the runner actor of the last start is still alive.
+  /// Whether a worker of the last start is still alive (TensorFlow's runs
+  /// per session): once the handles start() returned are down, false.
   bool running() const;
   /// Errors the workers raised in the last start, other than queue-closed
   /// ones and the cancellations caused by the runner's own stop (QR-7, QR-9;
@@ -289,6 +335,9 @@ public:
   void stop() const;
 
 private:
+  /// The runner's name: the given one, or the queue's resource name.
+  void resolve_name(caf::scoped_actor& self);
+
   struct impl;
   std::shared_ptr<impl> impl_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include <caf/actor_cast.hpp>
@@ -27,8 +28,13 @@ namespace detail {
 /// (process-local).
 struct runner_shared {
   std::atomic<bool> stop{false};
+  /// The runner actor is alive.
   std::atomic<bool> running{false};
+  /// Workers alive (TensorFlow's runs per session): each counts itself out.
+  std::atomic<int> live_workers{0};
   caf::actor_addr runner;
+  /// The runner's queue_closed_codes.
+  std::vector<error_code> closed_codes;
   mutable std::mutex mtx;
   std::vector<caf::error> exceptions;
 };
@@ -204,6 +210,29 @@ using detail::runner_shared;
 
 // -- workers ----------------------------------------------------------------------------
 
+bool has_code(const std::vector<error_code>& codes, const caf::error& e) {
+  if (!e || e.category() != error_category)
+    return false;
+  return std::find(codes.begin(), codes.end(), code_of(e)) != codes.end();
+}
+
+bool is_clean_exit(const caf::error& reason) {
+  if (!reason)
+    return true;
+  if (reason.category() == caf::atom("exit")) {
+    auto r = static_cast<caf::exit_reason>(reason.code());
+    return r == caf::exit_reason::normal || r == caf::exit_reason::user_shutdown ||
+           r == caf::exit_reason::unreachable;
+  }
+  return false;
+}
+
+bool is_reportable(const runner_shared& shared, const caf::error& reason) {
+  if (is_clean_exit(reason) || has_code(shared.closed_codes, reason))
+    return false;
+  return !(shared.stop.load() && is(reason, error_code::cancelled));
+}
+
 // A worker ends by quitting: normally when its input ended, with
 // user_shutdown when stopped, and with the run's error otherwise. Its runner
 // monitors it and reads the reason.
@@ -215,13 +244,63 @@ struct push_pipe {
   queue_actor queue;
   int32_t window = 2;
   int32_t in_flight = 0;
-  bool ended = false;      // the input is exhausted: quit once all acked
+  /// Set when the worker is done: quit with this reason once all is acked
+  /// (normal: the input is exhausted; user_shutdown: max_runs were run).
+  std::optional<caf::exit_reason> finish;
   bool run_active = false; // an asynchronous run has not completed yet
   bool run_scheduled = false;
   uint64_t runs = 0;
+  /// Runs to make at most (0: no limit): 1 for an op run by hand.
+  uint64_t max_runs = 0;
+  /// The runner's shared state and this worker's name, `<runner>/<op>`.
+  std::shared_ptr<runner_shared> shared;
+  std::string name;
 
-  bool may_run() const { return !ended && !run_active && in_flight < window; }
+  bool may_run() const { return !finish && !run_active && in_flight < window; }
 };
+
+/// Whether a worker's exit reason is an error to report (QR-6, QR-7): not
+/// the end of its input, not a queue-closed code, and not a cancellation
+/// that the runner's own cancel_op caused during a stop.
+bool is_reportable(const runner_shared& shared, const caf::error& reason);
+
+/// Every worker ends here: it counts itself out and records its error in
+/// exceptions_raised before it quits, so that once the handles start()
+/// returned are down, both are up to date (TensorFlow's threads do the
+/// same before they die).
+void record_end(push_pipe& p, const caf::error& reason) {
+  if (!p.shared) // already recorded
+    return;
+  auto shared = std::move(p.shared);
+  --shared->live_workers;
+  if (is_reportable(*shared, reason)) {
+    std::lock_guard<std::mutex> guard{shared->mtx};
+    shared->exceptions.push_back(with_origin(reason, p.name));
+  }
+}
+
+void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
+  record_end(p, reason);
+  self->quit(std::move(reason));
+}
+
+/// The settings every worker's pipe starts with; an exception that escapes
+/// the worker ends it like any other error.
+template <class Self>
+void init_pipe(Self* self, push_pipe& p, queue_actor q, int32_t window,
+               std::shared_ptr<runner_shared> shared, uint64_t max_runs,
+               std::string name) {
+  p.queue = std::move(q);
+  p.window = std::max(window, int32_t{1});
+  p.shared = std::move(shared);
+  p.max_runs = max_runs;
+  p.name = std::move(name);
+  self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {
+    auto err = keep_exception_message(s, ep);
+    record_end(p, err);
+    return err;
+  });
+}
 
 /// After a run: push its rows, then end or schedule the next run (always
 /// through the mailbox, so that a pending stop is seen first and the stack
@@ -236,10 +315,13 @@ void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& o
       self->send(p.queue, push_atom::value, std::move(piece.rows));
   }
   out.clear();
-  p.ended = p.ended || ended;
-  if (p.ended) {
+  if (ended)
+    p.finish = caf::exit_reason::normal;
+  else if (!p.finish && p.max_runs > 0 && p.runs >= p.max_runs)
+    p.finish = caf::exit_reason::user_shutdown;
+  if (p.finish) {
     if (p.in_flight == 0)
-      self->quit(caf::exit_reason::normal);
+      end_worker(self, p, *p.finish);
     return;
   }
   if (p.may_run() && !p.run_scheduled) {
@@ -252,12 +334,12 @@ void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& o
 void on_pushed(caf::event_based_actor* self, push_pipe& p, caf::error& err) {
   --p.in_flight;
   if (err) {
-    self->quit(std::move(err));
+    end_worker(self, p, std::move(err));
     return;
   }
-  if (p.ended) {
+  if (p.finish) {
     if (p.in_flight == 0)
-      self->quit(caf::exit_reason::normal);
+      end_worker(self, p, *p.finish);
     return;
   }
   if (p.may_run() && !p.run_scheduled) {
@@ -299,20 +381,20 @@ void async_run_completed(async_worker_ptr self) {
   st.pipe.run_active = false;
   ++st.pipe.runs;
   if (async_worker_access::failed(r)) {
-    self->quit(std::move(async_worker_access::error(r)));
+    end_worker(self, st.pipe, std::move(async_worker_access::error(r)));
     return;
   }
   after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
 }
 
 caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_actor q,
-                           int32_t window, std::shared_ptr<runner_shared> shared) {
-  self->set_exception_handler(keep_exception_message);
+                           int32_t window, std::shared_ptr<runner_shared> shared,
+                           uint64_t max_runs, std::string name) {
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.pipe.queue = std::move(q);
-  st.pipe.window = std::max(window, int32_t{1});
-  st.shared = std::move(shared);
+  st.shared = shared;
+  init_pipe(self, st.pipe, std::move(q), window, std::move(shared), max_runs,
+            std::move(name));
   async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
@@ -338,7 +420,9 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
                          give_back_atom::value, std::move(rows));
         }
       },
-      [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); },
+      [self](stop_atom) {
+        end_worker(self, self->state.pipe, caf::exit_reason::user_shutdown);
+      },
   };
 }
 
@@ -356,7 +440,7 @@ void start_blocking_run(blocking_worker_ptr self) {
   auto& st = self->state;
   st.pipe.run_scheduled = false;
   if (st.shared->stop.load()) {
-    self->quit(caf::exit_reason::user_shutdown);
+    end_worker(self, st.pipe, caf::exit_reason::user_shutdown);
     return;
   }
   if (!st.pipe.may_run())
@@ -366,7 +450,7 @@ void start_blocking_run(blocking_worker_ptr self) {
   try {
     st.fn(r); // may block: this actor has its own thread
   } catch (...) {
-    self->quit(error_from_exception(std::current_exception()));
+    end_worker(self, st.pipe, error_from_exception(std::current_exception()));
     return;
   }
   after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
@@ -374,13 +458,13 @@ void start_blocking_run(blocking_worker_ptr self) {
 
 caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
                               queue_actor q, int32_t window,
-                              std::shared_ptr<runner_shared> shared) {
-  self->set_exception_handler(keep_exception_message);
+                              std::shared_ptr<runner_shared> shared, uint64_t max_runs,
+                              std::string name) {
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.pipe.queue = std::move(q);
-  st.pipe.window = std::max(window, int32_t{1});
-  st.shared = std::move(shared);
+  st.shared = shared;
+  init_pipe(self, st.pipe, std::move(q), window, std::move(shared), max_runs,
+            std::move(name));
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
   return {
@@ -388,7 +472,9 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       [self](pushed_atom, int32_t, caf::error& err) {
         on_pushed(self, self->state.pipe, err);
       },
-      [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); },
+      [self](stop_atom) {
+        end_worker(self, self->state.pipe, caf::exit_reason::user_shutdown);
+      },
   };
 }
 
@@ -408,6 +494,8 @@ struct runner_state {
   std::unordered_map<caf::actor_id, caf::actor> live;
   /// Each worker's name, `<runner>/<op>`: the origin of its errors.
   std::unordered_map<caf::actor_id, std::string> names;
+  /// The user's close_op / cancel_op functions still running.
+  std::set<caf::actor_id> user_ops;
   std::vector<caf::actor> workers;
   bool started = false;
   bool stopping = false;
@@ -423,23 +511,6 @@ struct runner_state {
 };
 
 using runner_ptr = queue_runner_actor::stateful_pointer<runner_state>;
-
-bool has_code(const std::vector<error_code>& codes, const caf::error& e) {
-  if (!e || e.category() != error_category)
-    return false;
-  return std::find(codes.begin(), codes.end(), code_of(e)) != codes.end();
-}
-
-bool is_clean_exit(const caf::error& reason) {
-  if (!reason)
-    return true;
-  if (reason.category() == caf::atom("exit")) {
-    auto r = static_cast<caf::exit_reason>(reason.code());
-    return r == caf::exit_reason::normal || r == caf::exit_reason::user_shutdown ||
-           r == caf::exit_reason::unreachable;
-  }
-  return false;
-}
 
 void check_finished(runner_ptr self) {
   auto& st = self->state;
@@ -465,14 +536,36 @@ void close_queue(runner_ptr self, bool cancel_pending_enqueues) {
           });
 }
 
+// Runs the user's close_op or cancel_op in a thread of its own (it may
+// block); what it throws is ignored, as TensorFlow ignores it (QR-6, QR-8).
+caf::behavior user_op_actor(caf::event_based_actor* self, std::function<void()> fn) {
+  try {
+    fn();
+  } catch (...) {
+  }
+  self->quit();
+  return {};
+}
+
+/// Runs close_op or cancel_op; the runner ends only after it is done.
+void run_op(runner_ptr self, const runner_op& op) {
+  auto& st = self->state;
+  if (op.close_flag()) {
+    close_queue(self, *op.close_flag());
+  } else if (op.function()) {
+    ++st.pending_closes;
+    auto a = self->spawn<caf::monitored + caf::detached>(user_op_actor, op.function());
+    st.user_ops.insert(a.id());
+  }
+}
+
 void begin_stop(runner_ptr self) {
   auto& st = self->state;
   if (st.stopping)
     return;
   st.stopping = true;
   st.cfg.shared->stop = true;
-  if (st.cfg.opts.cancel_op)
-    close_queue(self, *st.cfg.opts.cancel_op);
+  run_op(self, st.cfg.opts.cancel_op);
   for (auto& kv : st.live)
     caf::anon_send(kv.second, stop_atom::value);
   // Not started yet: the start request (always sent right after spawning)
@@ -486,14 +579,8 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
     return;
   st.live.erase(i);
   auto reason = with_origin(dm.reason, st.names[dm.source.id()]);
-  bool clean = is_clean_exit(reason) || has_code(st.cfg.opts.queue_closed_codes, reason);
-  // A cancellation caused by our own cancel_op during a stop is expected.
-  bool quiet = st.stopping && is(reason, error_code::cancelled);
-  if (!clean && !quiet) {
-    {
-      std::lock_guard<std::mutex> guard{st.cfg.shared->mtx};
-      st.cfg.shared->exceptions.push_back(reason);
-    }
+  // The worker recorded the error in exceptions_raised itself (end_worker).
+  if (is_reportable(*st.cfg.shared, reason)) {
     if (st.cfg.coord) {
       self->request(st.cfg.coord, caf::infinite, request_stop_atom::value, reason)
           .then([](bool) {}, [](caf::error&) {});
@@ -506,15 +593,13 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   if (st.live.empty() && !st.stopping && st.cfg.opts.close_op && !st.close_requested) {
     // QR-6: the last worker to run out of input closes the queue.
     st.close_requested = true;
-    close_queue(self, *st.cfg.opts.close_op);
+    run_op(self, st.cfg.opts.close_op);
   }
   check_finished(self);
 }
 
-std::string op_name(const runner_config& cfg, size_t i) {
-  auto& op = cfg.ops[i];
-  return cfg.name + "/" + (op.name.empty() ? "op" + std::to_string(i) : op.name);
-}
+std::string op_name(const std::string& runner_name, const std::vector<enqueue_op>& ops,
+                    size_t i);
 
 queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg) {
   self->set_exception_handler(keep_exception_message);
@@ -528,6 +613,11 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
     auto& st = self->state;
     if (st.cfg.coord && dm.source == st.cfg.coord.address()) {
       begin_stop(self); // the coordinator is gone: stop
+      return;
+    }
+    if (st.user_ops.erase(dm.source.id()) > 0) {
+      --st.pending_closes;
+      check_finished(self);
       return;
     }
     worker_down(self, dm);
@@ -545,18 +635,21 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
         std::vector<registration> regs;
         for (size_t i = 0; i < st.cfg.ops.size(); ++i) {
           auto& op = st.cfg.ops[i];
+          auto name = op_name(st.cfg.name, st.cfg.ops, i);
+          ++st.cfg.shared->live_workers; // the worker counts itself out
           caf::actor w;
           if (op.async)
             w = self->spawn<caf::monitored>(async_worker, op.async, st.cfg.queue,
-                                            st.cfg.opts.push_window, st.cfg.shared);
+                                            st.cfg.opts.push_window, st.cfg.shared,
+                                            uint64_t{0}, name);
           else
             w = self->spawn<caf::monitored + caf::detached>(
                 blocking_worker, op.blocking, st.cfg.queue, st.cfg.opts.push_window,
-                st.cfg.shared);
+                st.cfg.shared, uint64_t{0}, name);
           st.live.emplace(w.id(), w);
           st.workers.push_back(w);
-          st.names.emplace(w.id(), op_name(st.cfg, i));
-          regs.push_back(registration{w, op_name(st.cfg, i), false, false});
+          st.names.emplace(w.id(), name);
+          regs.push_back(registration{w, name, false, false});
         }
         if (!st.cfg.coord)
           return st.workers;
@@ -640,19 +733,52 @@ size_t queue_runner::num_ops() const {
   return impl_->ops.size();
 }
 
+namespace {
+
+// The closer that start() returns with a coordinator (TensorFlow's
+// close-on-stop thread, QR-8): it forwards the coordinator's stop to the
+// runner, which runs cancel_op, and ends with the runner, with its reason (an
+// error of the runner itself reaches the coordinator that way).
+caf::behavior closer_actor(caf::event_based_actor* self, caf::actor runner) {
+  self->monitor(runner);
+  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  return {[self, runner](stop_atom) { self->send(runner, stop_atom::value); }};
+}
+
+std::string op_name(const std::string& runner_name, const std::vector<enqueue_op>& ops,
+                    size_t i) {
+  auto& op = ops[i];
+  return runner_name + "/" + (op.name.empty() ? "op" + std::to_string(i) : op.name);
+}
+
+} // namespace
+
+void queue_runner::resolve_name(caf::scoped_actor& self) {
+  auto& d = *impl_;
+  if (!d.name.empty())
+    return;
+  self->request(d.queue, caf::infinite, spec_atom::value)
+      .receive([&](queue_spec& s) { d.name = node_name(s.resource_name); },
+               [&](caf::error&) { d.name = "queue_runner"; });
+}
+
 std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
                                             const coordinator_actor& coord) {
   auto& d = *impl_;
-  if (d.shared && d.shared->running.load())
+  if (d.shared && d.shared->live_workers.load() > 0)
     return {}; // QR-4
   caf::scoped_actor self{sys};
-  if (d.name.empty()) {
-    self->request(d.queue, caf::infinite, spec_atom::value)
-        .receive([&](queue_spec& s) { d.name = node_name(s.resource_name); },
-                 [&](caf::error&) { d.name = "queue_runner"; });
+  if (d.shared && d.shared->running.load()) {
+    // Every worker ended; the runner is finishing its close_op: let it.
+    if (auto old = caf::actor_cast<caf::actor>(d.shared->runner)) {
+      self->monitor(old);
+      self->receive([](caf::down_msg&) {});
+    }
   }
+  resolve_name(self);
   auto shared = std::make_shared<runner_shared>();
   shared->running = true;
+  shared->closed_codes = d.opts.queue_closed_codes;
   d.shared = shared; // resets exceptions_raised (QR-9)
   d.with_coordinator = static_cast<bool>(coord);
   runner_config cfg{d.queue, d.ops, d.opts, d.name, coord, shared};
@@ -660,23 +786,64 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
   shared->runner = runner_handle.address();
   caf::error err;
+  caf::actor closer;
   if (coord) {
-    std::vector<registration> regs{registration{runner_handle, d.name, true, true}};
+    // Registered before the workers start, so that join includes it.
+    closer = sys.spawn(closer_actor, runner_handle);
+    std::vector<registration> regs{registration{closer, d.name + "/closer", true, true}};
     self->request(coord, caf::infinite, register_atom::value, std::move(regs))
         .receive([](int32_t) {}, [&](caf::error& e) { err = e; });
+    // QR-5: a stop requested before the start means no run at all. Sent from
+    // here, it reaches the runner before the start request.
+    bool stopped = false;
+    self->request(coord, caf::infinite, should_stop_atom::value)
+        .receive([&](bool b) { stopped = b; }, [&](caf::error& e) { err = e; });
+    if (stopped)
+      self->send(runner, stop_atom::value);
   }
-  std::vector<caf::actor> result{runner_handle};
+  std::vector<caf::actor> result;
   self->request(runner, caf::infinite, runner_start_atom::value)
-      .receive(
-          [&](std::vector<caf::actor>& ws) {
-            result.insert(result.end(), ws.begin(), ws.end());
-          },
-          [&](caf::error& e) { err = e; });
+      .receive([&](std::vector<caf::actor>& ws) { result = std::move(ws); },
+               [&](caf::error& e) { err = e; });
   if (err) {
     caf::anon_send(runner, stop_atom::value);
     throw_error(err);
   }
+  if (closer)
+    result.push_back(closer);
   return result;
+}
+
+const std::vector<enqueue_op>& queue_runner::enqueue_ops() const {
+  return impl_->ops;
+}
+
+bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
+  auto& d = *impl_;
+  if (index >= d.ops.size())
+    throw invalid_argument_error("run_enqueue_op: the runner has " +
+                                 std::to_string(d.ops.size()) +
+                                 " enqueue ops, got index " + std::to_string(index));
+  caf::scoped_actor self{sys};
+  resolve_name(self);
+  // A worker limited to one run: it enqueues what the run emitted and ends.
+  auto& op = d.ops[index];
+  auto name = op_name(d.name, d.ops, index);
+  auto shared = std::make_shared<runner_shared>();
+  shared->live_workers = 1;
+  caf::actor w = op.async
+                     ? sys.spawn(async_worker, op.async, d.queue, int32_t{1}, shared,
+                                 uint64_t{1}, name)
+                     : sys.spawn<caf::detached>(blocking_worker, op.blocking, d.queue,
+                                                int32_t{1}, shared, uint64_t{1}, name);
+  self->monitor(w);
+  caf::error reason;
+  self->receive([&](caf::down_msg& dm) { reason = dm.reason; });
+  if (reason == caf::exit_reason::user_shutdown)
+    return true; // ran once
+  if (!reason || reason == caf::exit_reason::normal)
+    return false; // end(): the input is exhausted
+  throw_error(with_origin(reason, name));
 }
 
 caf::actor queue_runner::runner() const {
@@ -690,7 +857,7 @@ bool queue_runner::started() const {
 }
 
 bool queue_runner::running() const {
-  return impl_->shared && impl_->shared->running.load();
+  return impl_->shared && impl_->shared->live_workers.load() > 0;
 }
 
 std::vector<caf::error> queue_runner::exceptions_raised() const {

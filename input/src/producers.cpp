@@ -1,6 +1,7 @@
 #include "quern/input/producers.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -52,10 +53,17 @@ queue_actor make_producer(pipeline& pipe, std::vector<tensor> tensors,
   auto q = spawn_queue(pipe.system(), queue_kind::fifo, qo);
   auto gen = opts.shuffle ? make_generator(opts.seed) : nullptr;
   auto epochs = opts.num_epochs;
+  // limit_epochs' counter: it belongs to the op, not to one worker, so that
+  // runs by hand (queue_runner::run_enqueue_op) and by the runner count
+  // together, as TensorFlow's local variable does.
+  auto epochs_done = std::make_shared<std::atomic<int64_t>>(0);
   auto op = async_op(
-      [tensors = std::move(tensors), n, gen, epochs](async_run& run) {
-        if (epochs && run.index() >= static_cast<uint64_t>(*epochs)) {
-          run.end(); // count_up_to: OutOfRange `Reached limit of <n>` (IN-1)
+      [tensors = std::move(tensors), n, gen, epochs, epochs_done](async_run& run) {
+        if (epochs && epochs_done->fetch_add(1) >= *epochs) {
+          // limit_epochs (IN-1): the op raises OutOfRange, which the runner
+          // takes as the end of this worker's input (QR-6).
+          run.fail(make_error(error_code::out_of_range,
+                              "Reached limit of " + std::to_string(*epochs)));
           return;
         }
         std::vector<int64_t> order(static_cast<size_t>(n));

@@ -77,7 +77,7 @@ TEST_CASE("QR-6 the last worker to run out of input closes the queue", "[QR-6][Q
                   {counting_op(0, 3, 10, "a"), counting_op(1000, 1, 5, "b"),
                    counting_op(2000, 5, 1, "c")}};
   auto actors = qr.start(sys);
-  REQUIRE(actors.size() == 4); // the runner and one worker per op
+  REQUIRE(actors.size() == 3); // one worker per op
   auto xs = drain(sys, q);
   CHECK(xs.size() == 30 + 5 + 5);
   std::set<int64_t> unique(xs.begin(), xs.end());
@@ -109,7 +109,7 @@ TEST_CASE("QR-4 start while running creates nothing", "[QR-4]") {
   auto q = spawn_fifo_queue(sys, 2, {dtype::int64}, {tensor_shape{}});
   queue_runner qr{q, {endless_op()}};
   auto first = qr.start(sys);
-  CHECK(first.size() == 2);
+  CHECK(first.size() == 1); // the worker; no closer without a coordinator
   CHECK(qr.running());
   CHECK(qr.start(sys).empty());
   qr.stop();
@@ -117,7 +117,7 @@ TEST_CASE("QR-4 start while running creates nothing", "[QR-4]") {
   CHECK_FALSE(qr.running());
   // Once every worker ended, a new set may be started.
   auto second = qr.start(sys);
-  CHECK(second.size() == 2);
+  CHECK(second.size() == 1);
   qr.stop();
   CHECK(await_all_down(sys, second) == second.size());
 }
@@ -191,6 +191,10 @@ TEST_CASE("QR-7 QR-9 without a coordinator the error is kept in exceptions_raise
   REQUIRE(raised.size() == 1);
   CHECK(code_of(raised[0]) == error_code::invalid_argument);
   CHECK(message_of(raised[0]) == "bad line 2");
+  CHECK(origin_of(raised[0]) == "fifo_queue/op0");
+  // The runner cancels the queue (cancel_op) once the failed worker ended.
+  if (auto r = qr.runner()) // invalid once it is gone
+    CHECK(await_all_down(sys, {r}) == 1);
   blocking_queue bq{sys, q};
   CHECK(bq.is_closed());
   // Rows stored before the failure are still there (a cancelling close keeps them).
@@ -200,7 +204,7 @@ TEST_CASE("QR-7 QR-9 without a coordinator the error is kept in exceptions_raise
   // QR-9: a new start resets exceptions_raised. The queue is closed now, so
   // the first enqueue of the new start fails with cancelled.
   auto again = qr.start(sys);
-  REQUIRE(again.size() == 2);
+  REQUIRE(again.size() == 1);
   CHECK(await_all_down(sys, again) == again.size());
   raised = qr.exceptions_raised();
   REQUIRE(raised.size() == 1);
@@ -311,17 +315,17 @@ TEST_CASE("QR-8 a worker that ignores stop is named by join", "[QR-8][CO-8]") {
   queue_runner qr{q, {stuck, endless_op()}, opts};
   coordinator coord{sys};
   auto actors = qr.start(sys, coord.actor());
-  REQUIRE(actors.size() == 3);
+  REQUIRE(actors.size() == 3);                         // two workers and the closer
   REQUIRE(eventually([&] { return entered.load(); })); // stuck in its run
   coord.request_stop();
-  // The well-behaved worker ends on stop; only the stuck one (and the runner
-  // waiting for it) outlive the grace period.
-  CHECK(await_all_down(sys, {actors[2]}) == 1);
+  // The well-behaved worker ends on stop; only the stuck one (and the closer,
+  // which ends with the runner waiting for it) outlive the grace period.
+  CHECK(await_all_down(sys, {actors[1]}) == 1);
   try {
     coord.join(actors, 50ms);
     FAIL("expected stragglers");
   } catch (const live_actors_error& e) {
-    CHECK(e.names() == std::vector<std::string>{"reader", "reader/stuck_reader"});
+    CHECK(e.names() == std::vector<std::string>{"reader/closer", "reader/stuck_reader"});
   }
   release = true;
   CHECK(await_all_down(sys, actors) == actors.size());

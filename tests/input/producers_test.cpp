@@ -243,3 +243,26 @@ TEST_CASE("IN-2 without num_epochs the producer runs until stopped", "[IN-2]") {
   coord.request_stop();
   CHECK_NOTHROW(coord.join(threads));
 }
+
+TEST_CASE("IN-1 an epoch-limited producer's op raises Reached limit of <num_epochs>",
+          "[IN-1][QR-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  producer_options opts;
+  opts.num_epochs = 2;
+  opts.shuffle = false;
+  auto q = string_input_producer(pipe, {"a", "b"}, opts);
+  auto qr = pipe.queue_runners().at(0);
+  // Run by hand, as sess.run(enqueue_op): two epochs, then limit_epochs.
+  CHECK(qr.run_enqueue_op(sys, 0));
+  CHECK(qr.run_enqueue_op(sys, 0));
+  CHECK(thrown<out_of_range_error>([&] { qr.run_enqueue_op(sys, 0); }) ==
+        "Reached limit of 2");
+  // The limit is the op's, not one run's: the runner's worker meets it at
+  // once, ends on it, and the queue is closed with the two epochs in it.
+  auto threads = pipe.start_queue_runners();
+  auto out = drain_strings(pipe, q);
+  CHECK(out == std::vector<std::string>{"a", "b", "a", "b"});
+  CHECK(qr.exceptions_raised().empty()); // OutOfRange is the normal end
+}
