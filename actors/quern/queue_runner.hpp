@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -263,6 +264,13 @@ struct queue_runner_options {
   /// choice when enqueue ops dequeue from other queues is {out_of_range,
   /// cancelled}.
   std::vector<error_code> queue_closed_codes{error_code::out_of_range};
+  /// Forgetting to start the runners is the most reported TensorFlow hang.
+  /// While every runner made for a queue is still unstarted, a dequeue or
+  /// pull of the queue that waited this long fails with
+  /// failed_precondition_error `<queue> has N queue runner(s) that were
+  /// never started: ...` instead of waiting forever. The queue takes the
+  /// shortest of its runners' values.
+  caf::timespan starvation_timeout = std::chrono::seconds(10);
   /// How many runs' rows a worker may have handed to the queue without an
   /// acknowledgement yet, so that the next run works while the queue stores
   /// (rows are stored in run order either way). 1: TensorFlow's strict

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <optional>
 #include <queue>
+#include <tuple>
+#include <type_traits>
 #include <unordered_set>
 
 #include <caf/actor_cast.hpp>
@@ -156,6 +158,12 @@ public:
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
+        [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
+          declared_feeders_ += declared;
+          started_feeders_ += started;
+          if (declared > 0)
+            starvation_timeout_ = std::min(starvation_timeout_, timeout);
+        },
     };
   }
 
@@ -212,7 +220,9 @@ private:
     a.client = caf::actor_cast<caf::actor_addr>(client);
     watch(a.client);
     a.done = std::move(done);
-    core_.add(std::move(a));
+    auto id = a.id;
+    if (core_.add(std::move(a)))
+      watch_starvation(id);
   }
 
   // Demand for `batches` batches of exactly n rows (dequeue_many's
@@ -246,7 +256,9 @@ private:
     a.client = caf::actor_cast<caf::actor_addr>(client);
     watch(a.client);
     a.done = std::move(done);
-    core_.add(std::move(a));
+    auto id = a.id;
+    if (core_.add(std::move(a)))
+      watch_starvation(id);
   }
 
   caf::typed_response_promise<element> dequeue_many(dequeue_attempt::op what, int32_t n,
@@ -294,8 +306,28 @@ private:
     // the queue enforces the deadline and answers itself;
     // only attempts that have to wait need a timer (a consumer that always
     // passes a timeout would otherwise cost a timer per call).
-    if (core_.add(std::move(a)) && timeout != wait_forever)
+    if (!core_.add(std::move(a)))
+      return;
+    if (timeout != wait_forever)
       arm(id, std::max(timeout, caf::timespan{0}));
+    if constexpr (std::is_same<Attempt, dequeue_attempt>::value)
+      watch_starvation(id);
+  }
+
+  // A waiting dequeue of a queue whose runners were all made and none
+  // started (start_queue_runners forgotten, the most reported TensorFlow
+  // hang) fails after starvation_timeout_ with a diagnosis instead.
+  void watch_starvation(uint64_t id) {
+    if (declared_feeders_ > 0 && started_feeders_ == 0)
+      arm(id, starvation_timeout_, deadline_kind::starvation);
+  }
+
+  caf::error never_started() const {
+    return make_error(
+        error_code::failed_precondition,
+        core_.dequeue_name() + " has " + std::to_string(declared_feeders_) +
+            " queue runner(s) that were never started: call start_queue_runners (or "
+            "queue_runner::start) before dequeuing (TensorFlow would hang here forever)");
   }
 
   void watch(const caf::actor_addr& client) {
@@ -308,16 +340,18 @@ private:
   // timeout period, not one per call. Entries of attempts that completed
   // stay until they are due; expiring them is a no-op.
   using steady = std::chrono::steady_clock;
-  using deadline_entry = std::pair<steady::time_point, uint64_t>;
+  enum class deadline_kind { timeout, starvation };
+  using deadline_entry = std::tuple<steady::time_point, uint64_t, deadline_kind>;
 
-  void arm(uint64_t id, caf::timespan timeout) {
+  void arm(uint64_t id, caf::timespan timeout,
+           deadline_kind kind = deadline_kind::timeout) {
     auto now = steady::now();
     // A timeout too long to represent is no deadline at all.
     if (timeout >
         std::chrono::duration_cast<caf::timespan>(steady::time_point::max() - now))
       return;
     auto due = now + std::chrono::duration_cast<steady::duration>(timeout);
-    deadlines_.push({due, id});
+    deadlines_.push({due, id, kind});
     schedule_wakeup(due, now);
   }
 
@@ -336,13 +370,16 @@ private:
     auto now = steady::now();
     if (wakeup_at_ && *wakeup_at_ <= now)
       wakeup_at_.reset();
-    while (!deadlines_.empty() && deadlines_.top().first <= now) {
-      auto id = deadlines_.top().second;
+    while (!deadlines_.empty() && std::get<0>(deadlines_.top()) <= now) {
+      auto [due, id, kind] = deadlines_.top();
       deadlines_.pop();
-      core_.expire(id); // nothing if it completed
+      if (kind == deadline_kind::timeout)
+        core_.expire(id); // nothing if it completed
+      else if (declared_feeders_ > 0 && started_feeders_ == 0)
+        core_.fail_waiting_dequeue(id, never_started()); // nothing if it completed
     }
     if (!deadlines_.empty())
-      schedule_wakeup(deadlines_.top().first, now);
+      schedule_wakeup(std::get<0>(deadlines_.top()), now);
   }
 
   caf::actor relay_;
@@ -350,6 +387,10 @@ private:
                       std::greater<deadline_entry>>
       deadlines_;
   std::optional<steady::time_point> wakeup_at_;
+  /// Queue runners made for this queue, and those started (feeder_atom).
+  int32_t declared_feeders_ = 0;
+  int32_t started_feeders_ = 0;
+  caf::timespan starvation_timeout_ = caf::timespan::max();
   detail::queue_core core_;
   uint64_t next_id_ = 1;
   std::unordered_set<caf::actor_addr> watched_;

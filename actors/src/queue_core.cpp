@@ -631,16 +631,21 @@ void queue_core::expire(uint64_t id) {
       return;
     }
   }
+  // unlike TensorFlow, what the attempt held goes back, in order.
+  fail_waiting_dequeue(id, timed_out());
+}
+
+bool queue_core::fail_waiting_dequeue(uint64_t id, caf::error err) {
   for (auto i = dequeues_.begin(); i != dequeues_.end(); ++i) {
     if (i->id == id) {
-      // unlike TensorFlow, what the attempt held goes back, in order.
       storage_->put_back(std::move(i->held));
-      i->done.deliver_error(self_, timed_out());
+      i->done.deliver_error(self_, std::move(err));
       dequeues_.erase(i);
       flush();
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 void queue_core::client_down(const caf::actor_addr& client) {

@@ -174,6 +174,9 @@ public:
   /// A deadline expired: answers deadline_exceeded if the attempt is still
   /// pending, keeping every element (Q-80, and better than TF for Q-37).
   void expire(uint64_t id);
+  /// A dequeue-side attempt that is still pending fails with `err`; what it
+  /// held goes back, in order (as expire()). Returns whether it was pending.
+  bool fail_waiting_dequeue(uint64_t id, caf::error err);
   /// A client went down: drops its request attempts without an answer and
   /// returns what they held. Streamed pushes stay: their rows were handed
   /// over and are stored or refused like any other.

@@ -695,6 +695,10 @@ struct queue_runner::impl {
   std::shared_ptr<runner_shared> shared;
 
   ~impl() {
+    // Made and never started: the queue no longer counts on this runner.
+    if (!shared && queue)
+      caf::anon_send(queue, feeder_atom::value, int32_t{-1}, int32_t{0},
+                     caf::timespan{0});
     // Started without a coordinator: nobody else will stop it.
     if (shared && !with_coordinator && shared->running.load())
       if (auto a = caf::actor_cast<caf::actor>(shared->runner))
@@ -719,6 +723,10 @@ queue_runner::queue_runner(queue_actor queue, std::vector<enqueue_op> ops,
   impl_->ops = std::move(ops);
   impl_->name = opts.name;
   impl_->opts = std::move(opts);
+  // The queue learns that a runner will feed it: a consumer that waits while
+  // no runner of the queue was ever started gets a diagnosis, not a hang.
+  caf::anon_send(impl_->queue, feeder_atom::value, int32_t{1}, int32_t{0},
+                 impl_->opts.starvation_timeout);
 }
 
 const queue_actor& queue_runner::queue() const {
@@ -776,6 +784,8 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
     }
   }
   resolve_name(self);
+  if (!d.shared) // the first start: the queue is fed now
+    self->send(d.queue, feeder_atom::value, int32_t{0}, int32_t{1}, caf::timespan{0});
   auto shared = std::make_shared<runner_shared>();
   shared->running = true;
   shared->closed_codes = d.opts.queue_closed_codes;

@@ -75,6 +75,7 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<pull_batch_atom, int32_t>,
     caf::reacts_to<pull_many_atom, int32_t, int32_t, bool>,
     caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
+    caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>,
     caf::reacts_to<deadline_atom, uint64_t>>;
 
 } // namespace quern
