@@ -8,3 +8,6 @@ add_test(NAME docs.semantic_ids
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_semantic_ids.sh ${PROJECT_SOURCE_DIR})
 add_test(NAME docs.no_outside_refs
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_no_outside_refs.sh ${PROJECT_SOURCE_DIR})
+#   docs.snippets         each marked code block is the example file it names
+add_test(NAME docs.snippets
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_snippets.sh ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Every code block of README.md and docs/*.md that follows a marker line
+#   <!-- snippet: examples/readme/hello_queue.cpp -->
+# must be that file as it is, from its first #include on (the file's header
+# comment is left out of the docs). The tests build and run those files, so
+# the docs show code that compiles and works.
+# Usage: check_snippets.sh REPO_ROOT
+set -euo pipefail
+root=${1:?usage: check_snippets.sh REPO_ROOT}
+cd "$root"
+checked=0
+failed=0
+for doc in README.md docs/*.md; do
+  [ -f "$doc" ] || continue
+  while IFS=: read -r line file; do
+    if [ ! -f "$file" ]; then
+      echo "$doc:$line: snippet names $file, which does not exist"
+      failed=$((failed + 1))
+      continue
+    fi
+    # The fenced block right after the marker line.
+    block=$(awk -v start="$line" 'NR > start && /^```/ { if (in_block) exit; in_block = 1; next }
+                                   in_block { print }' "$doc")
+    want=$(awk '/^#include/ { on = 1 } on { print }' "$file")
+    if [ "$block" != "$want" ]; then
+      echo "$doc:$line: the block differs from $file (from its first #include):"
+      diff <(printf '%s\n' "$want") <(printf '%s\n' "$block") | head -20 || true
+      failed=$((failed + 1))
+    fi
+    checked=$((checked + 1))
+  done < <(grep -n '^<!-- snippet: .* -->$' "$doc" | sed -E 's/^([0-9]+):<!-- snippet: (.*) -->$/\1:\2/')
+done
+if [ "$failed" -gt 0 ]; then
+  echo "snippets: $failed of $checked differ from their files"
+  exit 1
+fi
+if [ "$checked" -eq 0 ]; then
+  echo "snippets: no snippet markers found"
+  exit 1
+fi
+echo "snippets: $checked checked, each the file it names"
