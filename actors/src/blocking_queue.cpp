@@ -12,8 +12,8 @@ namespace {
 
 void require_valid(const queue_actor& q, const char* who) {
   if (!q)
-    throw invalid_argument_error(std::string(who) +
-                                 " needs a queue actor, got an invalid handle");
+    throw argument_error(std::string(who) +
+                         " needs a queue actor, got an invalid handle");
 }
 
 caf::error queue_gone() {
@@ -233,9 +233,8 @@ queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
   // an int32: at least one row each, and no share that overflows.
   if (window_ < max_pulls_outstanding ||
       window_ > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    throw invalid_argument_error(
-        "queue_reader needs a window of 4 to 2147483647 rows, got " +
-        std::to_string(window_));
+    throw argument_error("queue_reader needs a window of 4 to 2147483647 rows, got " +
+                         std::to_string(window_));
   self_->monitor(queue_);
 }
 
@@ -305,12 +304,11 @@ batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_
       window_(window) {
   require_valid(queue_, "batch_reader");
   if (batch_size_ <= 0)
-    throw invalid_argument_error("batch_reader needs a positive batch size, got " +
-                                 std::to_string(batch_size_));
+    throw argument_error("batch_reader needs a positive batch size, got " +
+                         std::to_string(batch_size_));
   if (window_ < 2 || window_ > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    throw invalid_argument_error(
-        "batch_reader needs a window of at least 2 batches, got " +
-        std::to_string(window_));
+    throw argument_error("batch_reader needs a window of at least 2 batches, got " +
+                         std::to_string(window_));
   self_->monitor(queue_);
 }
 

@@ -170,7 +170,7 @@ private:
 
 std::shared_ptr<looper> target_looper(std::function<void()> target) {
   if (!target)
-    throw invalid_argument_error("a looper needs a target");
+    throw argument_error("a looper needs a target");
   return std::make_shared<function_looper>(std::move(target));
 }
 
@@ -184,7 +184,7 @@ looper_thread::looper_thread(coordinator& coord, std::optional<caf::timespan> in
                              std::shared_ptr<looper> body, std::string name)
     : sys_(&coord.system()), name_(std::move(name)) {
   if (!body)
-    throw invalid_argument_error("a looper needs a body");
+    throw argument_error("a looper needs a body");
   actor_ = sys_->spawn<looper_actor>(std::move(body), interval, coord.actor(), name_);
   try {
     // Registered before it may run: the coordinator pushes a stop requested

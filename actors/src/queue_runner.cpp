@@ -714,11 +714,12 @@ queue_runner::queue_runner(queue_actor queue, std::vector<enqueue_op> ops,
     if (!op.async && !op.blocking)
       ops_ok = false;
   if (!queue || !ops_ok)
-    throw invalid_argument_error("Must provide queue and enqueue_ops.");
+    throw argument_error("Must provide queue and enqueue_ops.");
   if (opts.queue_closed_codes.empty())
-    throw invalid_argument_error(
+    throw argument_error(
         "queue_closed_exception_types, if provided, must be a non-empty list of "
-        "tf.error types, but saw: []");
+        "tf.error types, but saw: []",
+        argument_error::python_kind::type_error);
   impl_->queue = std::move(queue);
   impl_->ops = std::move(ops);
   impl_->name = opts.name;
@@ -831,9 +832,9 @@ const std::vector<enqueue_op>& queue_runner::enqueue_ops() const {
 bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
   auto& d = *impl_;
   if (index >= d.ops.size())
-    throw invalid_argument_error("run_enqueue_op: the runner has " +
-                                 std::to_string(d.ops.size()) +
-                                 " enqueue ops, got index " + std::to_string(index));
+    throw argument_error("run_enqueue_op: the runner has " +
+                         std::to_string(d.ops.size()) + " enqueue ops, got index " +
+                         std::to_string(index));
   caf::scoped_actor self{sys};
   resolve_name(self);
   // A worker limited to one run: it enqueues what the run emitted and ends.

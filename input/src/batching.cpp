@@ -13,20 +13,20 @@ namespace quern {
 
 example_source::example_source(example_fn fn) : fn_(std::move(fn)) {
   if (!fn_)
-    throw invalid_argument_error("example_source: empty example function");
+    throw argument_error("example_source: empty example function");
 }
 
 example_source::example_source(enqueue_op op) : op_(std::move(op)) {
   if (!op_.async && !op_.blocking)
-    throw invalid_argument_error("example_source: empty enqueue op");
+    throw argument_error("example_source: empty enqueue op");
 }
 
 example_source example_source::dequeue_from(queue_actor upstream,
                                             int32_t upstream_batch) {
   if (!upstream)
-    throw invalid_argument_error("example_source: invalid upstream queue");
+    throw argument_error("example_source: invalid upstream queue");
   if (upstream_batch <= 0)
-    throw invalid_argument_error("example_source: upstream_batch must be > 0");
+    throw argument_error("example_source: upstream_batch must be > 0");
   example_source s;
   s.upstream_ = std::move(upstream);
   s.upstream_batch_ = upstream_batch;
@@ -87,8 +87,8 @@ enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
         std::move(name));
   }
   if (keep)
-    throw invalid_argument_error("keep_input needs an example function or an upstream "
-                                 "queue as the source, not an enqueue op");
+    throw argument_error("keep_input needs an example function or an upstream "
+                         "queue as the source, not an enqueue op");
   auto op = op_;
   if (op.name.empty())
     op.name = std::move(name);
@@ -148,38 +148,37 @@ batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool rep
                    bool shuffle, const keep_fn& keep, batch_options opts,
                    const std::string& helper) {
   if (opts.dtypes.empty())
-    throw invalid_argument_error("Expected at least one tensor in " + helper + "().");
+    throw argument_error("Expected at least one tensor in " + helper + "().");
   if (sources.empty())
-    throw invalid_argument_error("Expected at least one set of tensors");
+    throw argument_error("Expected at least one set of tensors");
   if (opts.batch_size <= 0)
-    throw invalid_argument_error("batch_size must be > 0, got " +
-                                 std::to_string(opts.batch_size));
+    throw argument_error("batch_size must be > 0, got " +
+                         std::to_string(opts.batch_size));
   if (replicate && opts.num_threads <= 0)
-    throw invalid_argument_error("num_threads must be > 0, got " +
-                                 std::to_string(opts.num_threads));
+    throw argument_error("num_threads must be > 0, got " +
+                         std::to_string(opts.num_threads));
   if (shuffle && opts.capacity <= opts.min_after_dequeue)
-    throw invalid_argument_error("capacity " + std::to_string(opts.capacity) +
-                                 " must be bigger than min_after_dequeue " +
-                                 std::to_string(opts.min_after_dequeue) + ".");
+    throw argument_error("capacity " + std::to_string(opts.capacity) +
+                         " must be bigger than min_after_dequeue " +
+                         std::to_string(opts.min_after_dequeue) + ".");
   if (!opts.shapes.empty() && opts.shapes.size() != opts.dtypes.size())
-    throw invalid_argument_error(helper + ": " + std::to_string(opts.shapes.size()) +
-                                 " shapes for " + std::to_string(opts.dtypes.size()) +
-                                 " components");
+    throw argument_error(helper + ": " + std::to_string(opts.shapes.size()) +
+                         " shapes for " + std::to_string(opts.dtypes.size()) +
+                         " components");
   if (opts.dynamic_pad) {
     if (opts.shapes.empty())
-      throw invalid_argument_error("Cannot infer Tensor's rank: shapes are needed with "
-                                   "dynamic_pad");
+      throw argument_error("Cannot infer Tensor's rank: shapes are needed with "
+                           "dynamic_pad");
     for (auto& s : opts.shapes)
       if (!s.known_rank())
-        throw invalid_argument_error("Cannot infer Tensor's rank: " + s.to_string());
+        throw argument_error("Cannot infer Tensor's rank: " + s.to_string());
   } else {
     if (opts.shapes.empty())
-      throw invalid_argument_error(
+      throw argument_error(
           "All shapes must be fully defined: give batch_options::shapes");
     for (auto& s : opts.shapes)
       if (!s.fully_defined())
-        throw invalid_argument_error("All shapes must be fully defined: " +
-                                     s.to_string());
+        throw argument_error("All shapes must be fully defined: " + s.to_string());
   }
   auto base = opts.name.empty() ? helper : opts.name;
   auto scope = opts.summaries ? opts.summaries->unique_scope(base) : base;

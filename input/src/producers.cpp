@@ -15,8 +15,8 @@ namespace quern {
 
 void check_num_epochs(const std::optional<int64_t>& num_epochs) {
   if (num_epochs && *num_epochs <= 0)
-    throw invalid_argument_error("num_epochs must be > 0 not " +
-                                 std::to_string(*num_epochs) + ".");
+    throw argument_error("num_epochs must be > 0 not " + std::to_string(*num_epochs) +
+                         ".");
 }
 
 namespace {
@@ -100,16 +100,15 @@ std::string fraction_name(int32_t capacity) {
 queue_actor input_producer(pipeline& pipe, tensor input, producer_options opts,
                            std::string summary_name) {
   if (input.shape().rank() == 0)
-    throw invalid_argument_error("input_producer requires a tensor with a leading "
-                                 "dimension, got a scalar");
+    throw argument_error("input_producer requires a tensor with a leading "
+                         "dimension, got a scalar");
   return make_producer(pipe, {std::move(input)}, opts, "input_producer", summary_name);
 }
 
 queue_actor string_input_producer(pipeline& pipe, std::vector<std::string> strings,
                                   producer_options opts) {
   if (strings.empty())
-    throw invalid_argument_error(
-        "string_input_producer requires a non-null input tensor");
+    throw argument_error("string_input_producer requires a non-null input tensor");
   auto cap = opts.capacity;
   return input_producer(pipe, tensor::vector<std::string>(std::move(strings)),
                         std::move(opts), fraction_name(cap));
@@ -117,8 +116,8 @@ queue_actor string_input_producer(pipeline& pipe, std::vector<std::string> strin
 
 queue_actor range_input_producer(pipeline& pipe, int32_t limit, producer_options opts) {
   if (limit <= 0)
-    throw invalid_argument_error("range_input_producer requires limit > 0, got " +
-                                 std::to_string(limit));
+    throw argument_error("range_input_producer requires limit > 0, got " +
+                         std::to_string(limit));
   std::vector<int32_t> values(static_cast<size_t>(limit));
   std::iota(values.begin(), values.end(), 0);
   auto cap = opts.capacity;
@@ -129,11 +128,10 @@ queue_actor range_input_producer(pipeline& pipe, int32_t limit, producer_options
 queue_actor slice_input_producer(pipeline& pipe, std::vector<tensor> tensors,
                                  producer_options opts) {
   if (tensors.empty())
-    throw invalid_argument_error(
-        "Expected at least one tensor in slice_input_producer().");
+    throw argument_error("Expected at least one tensor in slice_input_producer().");
   for (auto& t : tensors)
     if (t.shape().rank() == 0)
-      throw invalid_argument_error(
+      throw argument_error(
           "slice_input_producer requires tensors with a leading dimension");
   // TF: range_input_producer inside the `input_producer` scope, so the
   // summary is input_producer/input_producer/fraction_of_<c>_full.

@@ -126,6 +126,31 @@ QUERN_DECLARE_OP_ERROR(unauthenticated_error, unauthenticated)
 
 #undef QUERN_DECLARE_OP_ERROR
 
+/// A mistake in how something is built, found before anything runs: what
+/// TensorFlow raises as Python's ValueError or TypeError while a graph is
+/// built (`capacity 10 must be bigger than min_after_dequeue 20.`,
+/// `Must provide queue and enqueue_ops.`), with TensorFlow's text. The errors
+/// of running operations are op_errors (InvalidArgumentError and its
+/// siblings); this one is not an op_error, so that a program can tell a bug in
+/// its set-up from a failed op. quern's own construction checks (a reader's
+/// window, a handle on an invalid actor) throw it too.
+class argument_error : public std::invalid_argument {
+public:
+  /// Python's class for the same mistake.
+  enum class python_kind { value_error, type_error };
+  explicit argument_error(const std::string& message,
+                          python_kind kind = python_kind::value_error)
+      : std::invalid_argument(message), kind_(kind) {}
+  python_kind kind() const noexcept { return kind_; }
+  /// "ValueError" or "TypeError".
+  const char* python_name() const noexcept {
+    return kind_ == python_kind::type_error ? "TypeError" : "ValueError";
+  }
+
+private:
+  python_kind kind_;
+};
+
 /// Rethrows the exception object `e` was made from, when it carries one
 /// (error_from_exception); otherwise throws the op_error subclass that matches
 /// `e`, with its origin. Errors of other categories (e.g. a CAF error such as

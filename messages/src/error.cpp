@@ -195,6 +195,8 @@ caf::error error_from_exception(std::exception_ptr ep) {
   } catch (const op_error& e) {
     d.origin = e.origin();
     return make_error(e.code(), e.what(), std::move(d));
+  } catch (const argument_error& e) {
+    return make_error(error_code::invalid_argument, e.what(), std::move(d));
   } catch (const std::exception& e) {
     return make_error(error_code::unknown, e.what(), std::move(d));
   } catch (...) {

@@ -102,12 +102,14 @@ queue_spec make_queue_spec(queue_kind kind, queue_options opts) {
   } else {
     for (auto& s : opts.shapes)
       if (!s.fully_defined())
-        invalid("All shapes must be fully defined: " + to_string(opts.shapes));
+        throw argument_error("All shapes must be fully defined: " +
+                             to_string(opts.shapes));
   }
   if (!opts.names.empty()) {
     auto expected = opts.dtypes.size() - (kind == queue_kind::priority ? 1 : 0);
     if (opts.names.size() != expected)
-      invalid("List of names must have the same length as the list of dtypes");
+      throw argument_error(
+          "List of names must have the same length as the list of dtypes");
     if (kind == queue_kind::priority)
       opts.names.insert(opts.names.begin(), "priority");
   }

@@ -268,9 +268,9 @@ TEST_CASE("CO-9 a looper needs a target", "[CO-9]") {
   caf::actor_system sys{cfg};
   coordinator coord{sys};
   CHECK_THROWS_AS(looper_thread(coord, 10ms, std::function<void()>{}),
-                  invalid_argument_error);
+                  argument_error);
   CHECK_THROWS_AS(looper_thread(coord, 10ms, std::shared_ptr<looper>{}),
-                  invalid_argument_error);
+                  argument_error);
   CHECK(coord.status().live == 0); // nothing was registered
 }
 

@@ -165,3 +165,17 @@ TEST_CASE("QR-5 the enqueue ops stay reachable and run once by hand", "[QR-5]") 
   CHECK_FALSE(ended.run_enqueue_op(sys, 0));
   CHECK(b.size() == 1);
 }
+
+TEST_CASE("QR-2 an empty queue_closed_codes is a TypeError as in TensorFlow", "[QR-2][C-1]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto q = spawn_fifo_queue(sys, 2, {dtype::int64}, {tensor_shape{}});
+  queue_runner_options opts;
+  opts.queue_closed_codes = {};
+  try {
+    queue_runner qr{q, {forever_op()}, opts};
+    FAIL("nothing thrown");
+  } catch (const argument_error& e) {
+    CHECK(std::string{e.python_name()} == "TypeError");
+  }
+}

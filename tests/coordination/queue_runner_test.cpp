@@ -57,15 +57,15 @@ TEST_CASE("QR-1 CC-2 a runner needs a queue and enqueue ops", "[QR-1][CC-2]") {
   quern::config cfg;
   caf::actor_system sys{cfg};
   auto q = spawn_fifo_queue(sys, 10, {dtype::int64}, {tensor_shape{}});
-  CHECK_THROWS_MATCHES(queue_runner(q, {}), invalid_argument_error,
+  CHECK_THROWS_MATCHES(queue_runner(q, {}), argument_error,
                        Catch::Matchers::Message("Must provide queue and enqueue_ops."));
   CHECK_THROWS_MATCHES(queue_runner(queue_actor{}, {endless_op()}),
-                       invalid_argument_error,
+                       argument_error,
                        Catch::Matchers::Message("Must provide queue and enqueue_ops."));
-  CHECK_THROWS_AS(queue_runner(q, {enqueue_op{}}), invalid_argument_error);
+  CHECK_THROWS_AS(queue_runner(q, {enqueue_op{}}), argument_error);
   queue_runner_options opts;
   opts.queue_closed_codes = {};
-  CHECK_THROWS_AS(queue_runner(q, {endless_op()}, opts), invalid_argument_error);
+  CHECK_THROWS_AS(queue_runner(q, {endless_op()}, opts), argument_error);
 }
 
 TEST_CASE("QR-6 the last worker to run out of input closes the queue", "[QR-6][QR-2]") {

@@ -186,7 +186,7 @@ TEST_CASE("IN-11 batch_join: one worker per source, all examples once", "[IN-11]
     CHECK(d.count[x] == 2);
   for (int32_t x = 100; x < 140; ++x)
     CHECK(d.count[x] == 1);
-  CHECK(thrown<invalid_argument_error>([&] { batch_join(pipe, {}, int_batch(2)); }) ==
+  CHECK(thrown<argument_error>([&] { batch_join(pipe, {}, int_batch(2)); }) ==
         "Expected at least one set of tensors");
 }
 
@@ -197,10 +197,10 @@ TEST_CASE("IN-12 shuffle_batch: capacity must exceed min_after_dequeue", "[IN-12
   auto opts = int_batch(4);
   opts.capacity = 10;
   opts.min_after_dequeue = 10;
-  CHECK(thrown<invalid_argument_error>([&] { shuffle_batch(pipe, counter(1), opts); }) ==
+  CHECK(thrown<argument_error>([&] { shuffle_batch(pipe, counter(1), opts); }) ==
         "capacity 10 must be bigger than min_after_dequeue 10.");
   opts.min_after_dequeue = 12;
-  CHECK(thrown<invalid_argument_error>([&] { shuffle_batch(pipe, counter(1), opts); }) ==
+  CHECK(thrown<argument_error>([&] { shuffle_batch(pipe, counter(1), opts); }) ==
         "capacity 10 must be bigger than min_after_dequeue 12.");
   CHECK(pipe.queue_runners().empty());
 }
@@ -307,7 +307,7 @@ TEST_CASE("IN-14 maybe_batch: keep_input filters examples and rows", "[IN-14]") 
     }
   // keep_input needs a source whose examples the helper sees.
   CHECK_THROWS_AS(maybe_batch(pipe, async_op([](async_run& r) { r.end(); }), even, opts),
-                  invalid_argument_error);
+                  argument_error);
 }
 
 TEST_CASE("IN-10 batch: dynamic_pad pads to the longest example of each batch",
@@ -349,14 +349,14 @@ TEST_CASE("IN-10 validation: components and shapes", "[IN-10]") {
   pipeline pipe{sys};
   batch_options none;
   none.batch_size = 2;
-  CHECK(thrown<invalid_argument_error>([&] { batch(pipe, counter(1), none); }) ==
+  CHECK(thrown<argument_error>([&] { batch(pipe, counter(1), none); }) ==
         "Expected at least one tensor in batch().");
   auto partial = int_batch(2);
   partial.shapes = {tensor_shape{tensor_shape::unknown_dim}};
-  CHECK_THROWS_AS(batch(pipe, counter(1), partial), invalid_argument_error);
+  CHECK_THROWS_AS(batch(pipe, counter(1), partial), argument_error);
   partial.dynamic_pad = true;
   partial.shapes = {tensor_shape::unknown_rank()};
-  CHECK(thrown<invalid_argument_error>([&] {
+  CHECK(thrown<argument_error>([&] {
           batch(pipe, counter(1), partial);
         }).rfind("Cannot infer Tensor's rank", 0) == 0);
   CHECK(pipe.queue_runners().empty());

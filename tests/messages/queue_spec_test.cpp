@@ -151,3 +151,31 @@ TEST_CASE("Q-5 named components", "[Q-5]") {
       "Keys in dictionary to enqueue do not match names of Queue.  Dictionary: "
       "('text'), Queue: ('label', 'text')");
 }
+
+TEST_CASE("C-1 Q-3 Q-4 set-up mistakes are argument_errors, kernel checks op errors",
+          "[C-1][Q-3][Q-4]") {
+  // Python raises ValueError while the graph is built ...
+  CHECK_THROWS_AS(make_queue_spec(queue_kind::fifo, opts(1, {dtype::int32}, {{-1, 2}})),
+                  argument_error);
+  try {
+    auto o = opts(1, {dtype::int32});
+    o.names = {"a", "b"};
+    make_queue_spec(queue_kind::fifo, o);
+    FAIL("nothing thrown");
+  } catch (const argument_error& e) {
+    CHECK(std::string{e.python_name()} == "ValueError");
+  }
+  // ... the queue kernel answers InvalidArgumentError, an op error.
+  CHECK_THROWS_AS(make_queue_spec(queue_kind::fifo, opts(1, {})), invalid_argument_error);
+  // The two are told apart: an argument_error is not an op_error.
+  try {
+    make_queue_spec(queue_kind::fifo, opts(1, {dtype::int32}, {{-1, 2}}));
+  } catch (const op_error&) {
+    FAIL("a set-up mistake came as an op_error");
+  } catch (const argument_error&) {
+  }
+  // Crossing an actor boundary it keeps its text, as INVALID_ARGUMENT.
+  auto err = error_from_exception(std::make_exception_ptr(argument_error("bad")));
+  CHECK(code_of(err) == error_code::invalid_argument);
+  CHECK(message_of(err) == "bad");
+}
