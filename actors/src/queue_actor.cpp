@@ -1,6 +1,8 @@
 #include "quern/queue.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -149,9 +151,26 @@ public:
           pull_many(n, batches, up_to);
         },
         [this](give_back_atom, std::vector<element>& rows) {
+          // Validated like an enqueue: a row that does not fit the spec would
+          // break the storage (a shuffle or priority queue) or reach a
+          // consumer malformed. The rows that fit go back; the others are
+          // refused and said so, and the queue goes on serving.
           detail::row_list list;
-          for (auto& r : rows)
-            list.push_back(std::move(r));
+          size_t refused = 0;
+          std::string first_error;
+          for (auto& r : rows) {
+            try {
+              validate_enqueue(core_.spec(), r);
+              list.push_back(std::move(r));
+            } catch (const op_error& ex) {
+              if (refused++ == 0)
+                first_error = ex.what();
+            }
+          }
+          if (refused > 0)
+            std::cerr << "quern: " << core_.spec().resource_name << " refused " << refused
+                      << " of " << rows.size()
+                      << " rows given back that do not fit it: " << first_error << '\n';
           core_.give_back(std::move(list));
         },
         [this](unpull_atom) {
@@ -159,8 +178,8 @@ public:
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
-          declared_feeders_ += declared;
-          started_feeders_ += started;
+          declared_feeders_ = std::max(declared_feeders_ + declared, 0);
+          started_feeders_ = std::max(started_feeders_ + started, 0);
           if (declared > 0)
             starvation_timeout_ = std::min(starvation_timeout_, timeout);
         },
