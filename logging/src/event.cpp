@@ -272,4 +272,100 @@ void event_encoder::append_event(std::string& out, const summary_event& ev) {
   d.frame(out, d.any);
 }
 
+// -- UTF-8 of string fields ------------------------------------------------------
+
+namespace {
+
+// The offset of the first byte that does not belong to a well-formed UTF-8
+// sequence (RFC 3629: no overlongs, no surrogates, at most U+10FFFF), or
+// npos. Twenty lines here rather than a dependency for one check.
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80           ? 1
+               : (c >> 5) == 0x6  ? 2
+               : (c >> 4) == 0xe  ? 3
+               : (c >> 3) == 0x1e ? 4
+                                  : 0;
+    if (n == 0 || (n == 2 && c < 0xc2) || i + n > s.size())
+      return i;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2)
+        return i;
+    auto c1 = static_cast<unsigned char>(n > 1 ? s[i + 1] : 0);
+    if ((n == 3 && c == 0xe0 && c1 < 0xa0) || (n == 3 && c == 0xed && c1 > 0x9f) ||
+        (n == 4 && c == 0xf0 && c1 < 0x90) ||
+        (n == 4 && (c > 0xf4 || (c == 0xf4 && c1 > 0x8f))))
+      return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+// `field 'bad\xff'`: printable ASCII as it is, every other byte escaped.
+std::string quoted(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "'";
+  for (auto ch : s.substr(0, 200)) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  return out + (s.size() > 200 ? "...'" : "'");
+}
+
+caf::error check_field(const char* field, const std::string& value) {
+  auto at = invalid_utf8_at(value);
+  if (at == std::string_view::npos)
+    return caf::none;
+  return make_error(error_code::invalid_argument,
+                    std::string("summary ") + field + " " + quoted(value) +
+                        " is not valid UTF-8 (byte " + std::to_string(at) +
+                        "): event files need UTF-8 there, and readers would stop at "
+                        "the event");
+}
+
+} // namespace
+
+caf::error check_tag(const std::string& tag) {
+  return check_field("tag", tag);
+}
+
+caf::error check_strings(const scalar_event& ev) {
+  return check_tag(ev.tag);
+}
+
+caf::error check_strings(const summary_event& ev) {
+  switch (ev.what) {
+  case event_kind::summary:
+    for (auto& v : ev.values) {
+      for (auto [field, value] :
+           {std::pair{"tag", &v.tag}, std::pair{"plugin name", &v.plugin_name},
+            std::pair{"display name", &v.display_name},
+            std::pair{"description", &v.description}})
+        if (auto err = check_field(field, *value))
+          return err;
+    }
+    return caf::none;
+  case event_kind::file_version:
+    return check_field("file version", ev.data);
+  case event_kind::log_message:
+    return check_field("log message", ev.data);
+  case event_kind::session_log:
+    if (auto err = check_field("checkpoint path", ev.data))
+      return err;
+    return check_field("session log message", ev.text);
+  case event_kind::tagged_run_metadata:
+    return check_field("run metadata tag", ev.text);
+  default:
+    return caf::none;
+  }
+}
+
 } // namespace quern

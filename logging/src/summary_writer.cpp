@@ -17,6 +17,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "quern/error.hpp"
+#include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 
 namespace quern {
@@ -165,9 +166,20 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
                    : events.begin()->wall_time;
   if (auto err = st.ready(first))
     return finish_add(self, std::move(err));
-  for (auto& ev : events)
+  // An event a reader could not parse is refused, not written: it would hide
+  // every later event of the file. The others are written.
+  caf::error refused;
+  for (auto& ev : events) {
+    if (auto bad = check_strings(ev)) {
+      if (!refused)
+        refused = std::move(bad);
+      continue;
+    }
     st.file.append(ev);
+  }
   auto err = st.after_events();
+  if (!err)
+    err = std::move(refused);
   // What is held goes to the OS within summary_write_delay even when no
   // further message comes, so a crash of the program loses little.
   if (st.file.pending_events() > 0 && !st.tick_scheduled) {
@@ -417,6 +429,8 @@ void summary_writer::call(Ts&&... xs) {
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
   std::lock_guard<std::mutex> guard{batch_->mtx};
+  if (auto err = check_tag(tag)) // at the call, not a batch later
+    throw_error(err);
   auto& ev = batch_->batch.emplace_back();
   ev.wall_time = clock_ ? clock_() : wall_time_now(); // SW-6: the time of the call
   ev.step = step;

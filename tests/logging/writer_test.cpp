@@ -799,3 +799,54 @@ TEST_CASE("a program that crashes after logging loses no scalar it logged 1.5 s 
     CHECK(scalars_of(c).size() == 1000);
   }
 }
+
+TEST_CASE(
+    "a tag that is not UTF-8 is refused at the call and every other event stays readable",
+    "[SW-32][writer][utf8]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    w.scalar("good", 1, 1);
+    CHECK_THROWS_MATCHES(
+        w.scalar("bad\xff", 2, 2), invalid_argument_error,
+        Catch::Matchers::Message(
+            "summary tag 'bad\\xff' is not valid UTF-8 (byte 3): event "
+            "files need UTF-8 there, and readers would stop at the event"));
+    CHECK_THROWS_AS(w.text("caf\xc3", "x", 3), invalid_argument_error);      // truncated
+    CHECK_THROWS_AS(w.scalar("\xed\xa0\x80", 4, 4), invalid_argument_error); // surrogate
+    CHECK_THROWS_AS(w.scalar("\xc0\xaf", 4, 4), invalid_argument_error);     // overlong
+    CHECK_THROWS_AS(w.add_session_log(session_status::checkpoint, "/ckpt/\xfe", 5),
+                    invalid_argument_error);
+    w.scalar("caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80", 6, 6); // é € 😀: valid
+    w.scalar("good", 7, 7);
+  }
+  auto steps = scalars_of(only_file(dir.path()));
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].second == 1);
+  CHECK(steps[1].second == 6);
+  CHECK(steps[2].second == 7);
+}
+
+TEST_CASE("the writer actor refuses events a reader could not parse and writes the rest",
+          "[writer][utf8]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  auto w = spawn_summary_writer(sys, quiet(dir.path()));
+  caf::scoped_actor self{sys};
+  std::vector<scalar_event> batch{scalar_event{1.0, 1, "a", 1.0f},
+                                  scalar_event{1.0, 2, "b\x80", 2.0f},
+                                  scalar_event{1.0, 3, "c", 3.0f}};
+  caf::error err;
+  self->request(w, caf::infinite, add_scalars_atom::value, batch)
+      .receive([] {}, [&](caf::error& e) { err = e; });
+  CHECK(code_of(err) == error_code::invalid_argument);
+  CHECK(message_of(err).find("summary tag 'b\\x80' is not valid UTF-8 (byte 1)") == 0);
+  self->request(w, caf::infinite, close_atom::value).receive([] {}, [](caf::error&) {});
+  self->send_exit(w, caf::exit_reason::user_shutdown);
+  auto steps = scalars_of(only_file(dir.path()));
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[1].second == 3);
+}

@@ -24,6 +24,17 @@ summary_event file_version_event(double wall_time);
 /// The Event payload bytes of `ev` (proto3 presence rules, SW-35).
 std::string encode_event(const summary_event& ev);
 
+/// The first string field of `ev` that protobuf declares `string` (tags,
+/// names, messages, paths) and that is not valid UTF-8, as an
+/// invalid_argument error naming the field and the byte; none if all are
+/// valid. libprotobuf refuses to parse an Event with such a field, and every
+/// reader then stops at it, hiding every later event of the file: the writer
+/// refuses such events instead of writing them.
+caf::error check_strings(const summary_event& ev);
+caf::error check_strings(const scalar_event& ev);
+/// check_strings for a tag alone.
+caf::error check_tag(const std::string& tag);
+
 /// The Event payload bytes of one scalar event.
 std::string encode_event(const scalar_event& ev);
 
