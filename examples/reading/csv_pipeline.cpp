@@ -83,6 +83,11 @@ int main(int argc, char** argv) {
                  "--learning-rate must be positive, --min-after-dequeue non-negative\n";
     return 2;
   }
+  // An empty run directory would put the CSV files in /data, at the root.
+  if (logdir.empty()) {
+    std::cerr << "csv_pipeline: --logdir must not be empty\n";
+    return 2;
+  }
   try {
     std::filesystem::create_directories(logdir + "/data");
     auto paths = examples::write_csv_files(logdir + "/data", files, rows,

@@ -113,6 +113,15 @@ TEST_CASE("examples: --help and bad arguments", "[examples]") {
     CHECK(bad.status != 0);
     CHECK(bad.output.find(name) != std::string::npos);
   }
+  // An empty run directory is refused before anything is written (the CSV
+  // files would otherwise go to /data at the filesystem root).
+  auto bin = example_binary("csv_pipeline");
+  if (fs::exists(bin)) {
+    auto empty = run(bin + " --logdir ''");
+    CHECK(empty.status != 0);
+    CHECK(empty.output.find("csv_pipeline: --logdir must not be empty") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("example five_groups (seed 000): per-group losses and the mean per step",
