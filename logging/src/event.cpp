@@ -368,4 +368,34 @@ caf::error check_strings(const summary_event& ev) {
   }
 }
 
+// -- size bound -------------------------------------------------------------------
+
+namespace {
+
+// Tag and length take at most 11 bytes per field; 16 covers both, rounded up.
+constexpr size_t field_overhead = 16;
+
+size_t bound_of(const std::string& s) {
+  return s.size() + field_overhead;
+}
+
+} // namespace
+
+size_t encoded_size_bound(const scalar_event& ev) {
+  return bound_of(ev.tag) + 64;
+}
+
+size_t encoded_size_bound(const summary_event& ev) {
+  size_t n = 64 + bound_of(ev.data) + bound_of(ev.text);
+  for (auto& v : ev.values) {
+    n += 64 + bound_of(v.tag) + bound_of(v.plugin_name) + bound_of(v.plugin_content) +
+         bound_of(v.display_name) + bound_of(v.description) + bound_of(v.image.encoded);
+    n += (v.histo.bucket_limit.size() + v.histo.bucket.size()) * 9 + 64;
+    for (auto& x : v.strings)
+      n += bound_of(x);
+    n += v.shape.size() * 12;
+  }
+  return n;
+}
+
 } // namespace quern

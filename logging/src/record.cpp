@@ -111,8 +111,15 @@ record_list read_records(std::string_view buf) {
 
 record_reader::record_reader(const std::string& path) {
   file_ = std::fopen(path.c_str(), "rb");
-  if (file_ == nullptr)
+  if (file_ == nullptr) {
     open_error_ = detail::io_error(errno, "cannot open '" + path + "'");
+    return;
+  }
+  // fopen takes a directory; its first read fails, which looked like an
+  // empty file: say what it is instead.
+  struct stat st;
+  if (::fstat(::fileno(file_), &st) == 0 && S_ISDIR(st.st_mode))
+    open_error_ = detail::io_error(EISDIR, "cannot open '" + path + "'");
 }
 
 record_reader::~record_reader() {
@@ -131,6 +138,9 @@ caf::error record_reader::next(std::string& payload) {
   };
   char hdr[record_header_size];
   auto n = std::fread(hdr, 1, sizeof(hdr), file_);
+  if (n == 0 && std::ferror(file_))
+    return fail(
+        detail::io_error(errno, "cannot read at offset " + std::to_string(offset_)));
   if (n == 0)
     return fail(eof());
   if (n < sizeof(hdr))

@@ -170,7 +170,13 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
   // every later event of the file. The others are written.
   caf::error refused;
   for (auto& ev : events) {
-    if (auto bad = check_strings(ev)) {
+    auto bad = check_strings(ev);
+    if (!bad && encoded_size_bound(ev) > st.opts.max_event_bytes)
+      bad = make_error(error_code::invalid_argument,
+                       "an event of about " + std::to_string(encoded_size_bound(ev)) +
+                           " bytes exceeds the writer's max_event_bytes (" +
+                           std::to_string(st.opts.max_event_bytes) + ")");
+    if (bad) {
       if (!refused)
         refused = std::move(bad);
       continue;

@@ -4,6 +4,7 @@
 
 #include "quern/error.hpp"
 #include "quern/summary/detail/crc32c.hpp"
+#include "quern/summary/reader.hpp"
 #include "quern/summary/record.hpp"
 #include "test_util.hpp"
 
@@ -205,4 +206,13 @@ TEST_CASE("SW-21 the hardware and the table CRC-32C agree", "[SW-21]") {
     for (size_t len = 0; start + len <= data.size(); len += 7)
       REQUIRE(crc32c_extend(0x1234u, data.data() + start, len) ==
               detail::crc32c_portable(0x1234u, data.data() + start, len));
+}
+
+TEST_CASE("reading a directory as an event file is an error, not an empty file",
+          "[SW-22][reader]") {
+  temp_dir dir;
+  auto c = read_event_file(dir.path());
+  CHECK(c.events.empty());
+  REQUIRE(c.error);
+  CHECK(message_of(c.error) == "cannot open '" + dir.path() + "': Is a directory");
 }

@@ -850,3 +850,29 @@ TEST_CASE("the writer actor refuses events a reader could not parse and writes t
   REQUIRE(steps.size() == 2);
   CHECK(steps[1].second == 3);
 }
+
+TEST_CASE("an event over max_event_bytes is refused and the others are written",
+          "[writer][limits]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  auto opts = quiet(dir.path());
+  opts.max_event_bytes = 4096; // the default is 1 GiB; libprotobuf aborts at 2 GiB
+  {
+    summary_writer w{sys, opts};
+    w.scalar("before", 1, 1);
+    CHECK_THROWS_AS(w.text("huge", std::string(8192, 'x'), 2), invalid_argument_error);
+    CHECK_THROWS_WITH(
+        w.text("huge", std::string(8192, 'x'), 2),
+        Catch::Matchers::Contains("bytes exceeds the writer's max_event_bytes (4096)"));
+    // A scalar whose tag alone is too large, sent in a batch, is refused too;
+    // the handle learns of it by its next request.
+    w.scalar(std::string(5000, 't'), 3, 3);
+    CHECK_THROWS_AS(w.flush(), invalid_argument_error);
+    w.scalar("after", 4, 4);
+  }
+  auto steps = scalars_of(only_file(dir.path()));
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].first == "before");
+  CHECK(steps[1].first == "after");
+}

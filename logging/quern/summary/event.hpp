@@ -35,6 +35,11 @@ caf::error check_strings(const scalar_event& ev);
 /// check_strings for a tag alone.
 caf::error check_tag(const std::string& tag);
 
+/// An upper bound of the bytes `ev` encodes to (a few bytes of framing per
+/// field over the payloads), without encoding it.
+size_t encoded_size_bound(const summary_event& ev);
+size_t encoded_size_bound(const scalar_event& ev);
+
 /// The Event payload bytes of one scalar event.
 std::string encode_event(const scalar_event& ev);
 

@@ -45,6 +45,11 @@ struct summary_writer_options {
   /// Flushes also fsync the file (TensorFlow's Flush does). Off: flushes only
   /// hand the data to the OS.
   bool sync = true;
+  /// Events that would encode to more bytes are refused with
+  /// invalid_argument (the rest are written). libprotobuf cannot encode an
+  /// event over 2 GiB at all (it aborts the process), and readers handle huge
+  /// records badly.
+  size_t max_event_bytes = size_t{1} << 30;
   /// The wall clock, in seconds since the epoch: the wall_time of events and
   /// the seconds in the file name. Empty: the system clock. Set it to write
   /// byte-identical files in tests.
