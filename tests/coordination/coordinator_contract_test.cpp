@@ -14,12 +14,6 @@ using namespace quern::test;
 
 namespace {
 
-// A user's own exception type, with data of its own.
-struct disk_full : std::runtime_error {
-  explicit disk_full(int dev) : std::runtime_error("disk full"), device(dev) {}
-  int device;
-};
-
 // A user's own "we are done" type.
 struct epoch_done : std::exception {
   const char* what() const noexcept override { return "epoch done"; }

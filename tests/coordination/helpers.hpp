@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -86,6 +88,28 @@ inline caf::behavior thrower(caf::event_based_actor* self, std::string what) {
   self->set_exception_handler(keep_exception_message);
   return {[what](test_done_atom) -> caf::result<void> { throw std::runtime_error(what); },
           [self](stop_atom) { self->quit(); }};
+}
+
+/// A user's own exception type, with data of its own: tests check that it
+/// comes back as itself, not as a copy of its text.
+struct disk_full : std::runtime_error {
+  explicit disk_full(int dev) : std::runtime_error("disk full"), device(dev) {}
+  int device;
+};
+
+/// The what() of the `Exception` that `f` throws; fails the test when it
+/// throws nothing or something else.
+template <class Exception, class F>
+std::string thrown(F&& f) {
+  try {
+    f();
+  } catch (const Exception& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("wrong exception class: " << e.what());
+  }
+  FAIL("nothing thrown");
+  return {};
 }
 
 } // namespace quern::test

@@ -23,12 +23,6 @@ using namespace quern::test;
 
 namespace {
 
-// A user's own exception type, with data of its own.
-struct disk_full : std::runtime_error {
-  explicit disk_full(int dev) : std::runtime_error("disk full"), device(dev) {}
-  int device;
-};
-
 // Records each call and the thread it ran in.
 struct recording_looper : looper {
   std::mutex mtx;
@@ -267,10 +261,8 @@ TEST_CASE("CO-9 a looper needs a target", "[CO-9]") {
   quern::config cfg;
   caf::actor_system sys{cfg};
   coordinator coord{sys};
-  CHECK_THROWS_AS(looper_thread(coord, 10ms, std::function<void()>{}),
-                  argument_error);
-  CHECK_THROWS_AS(looper_thread(coord, 10ms, std::shared_ptr<looper>{}),
-                  argument_error);
+  CHECK_THROWS_AS(looper_thread(coord, 10ms, std::function<void()>{}), argument_error);
+  CHECK_THROWS_AS(looper_thread(coord, 10ms, std::shared_ptr<looper>{}), argument_error);
   CHECK(coord.status().live == 0); // nothing was registered
 }
 

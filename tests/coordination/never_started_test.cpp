@@ -27,19 +27,6 @@ queue_runner_options quick() {
   return opts;
 }
 
-template <class F>
-std::string failed_precondition_of(F f) {
-  try {
-    f();
-  } catch (const failed_precondition_error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception: " << e.what());
-  }
-  FAIL("nothing thrown");
-  return {};
-}
-
 } // namespace
 
 TEST_CASE("a never-started runner: blocking_queue's dequeues fail with a diagnosis",
@@ -50,11 +37,11 @@ TEST_CASE("a never-started runner: blocking_queue's dequeues fail with a diagnos
   queue_runner qr{q, {ones()}, quick()};
   blocking_queue b{sys, q};
   auto name = b.spec().resource_name;
-  CHECK(failed_precondition_of([&] { b.dequeue(); }) ==
+  CHECK(thrown<failed_precondition_error>([&] { b.dequeue(); }) ==
         "FIFOQueue '" + name + "'" + diagnosis);
-  CHECK(failed_precondition_of([&] { b.dequeue_many(4); }) ==
+  CHECK(thrown<failed_precondition_error>([&] { b.dequeue_many(4); }) ==
         "FIFOQueue '" + name + "'" + diagnosis);
-  CHECK(failed_precondition_of([&] { b.dequeue_up_to(4); }) ==
+  CHECK(thrown<failed_precondition_error>([&] { b.dequeue_up_to(4); }) ==
         "FIFOQueue '" + name + "'" + diagnosis);
   // Once started, the same calls are fed.
   auto threads = qr.start(sys);
@@ -72,13 +59,13 @@ TEST_CASE("a never-started runner: queue_reader and batch_reader fail with a dia
   queue_runner qr{q, {ones()}, quick()};
   {
     queue_reader r{sys, q, 16};
-    auto text = failed_precondition_of([&] { r.pull(); });
+    auto text = thrown<failed_precondition_error>([&] { r.pull(); });
     CHECK(text.find(diagnosis) != std::string::npos);
   }
   for (auto cut :
        {batch_cut::any_size, batch_cut::dequeue_many, batch_cut::dequeue_up_to}) {
     batch_reader r{sys, q, 4, cut};
-    auto text = failed_precondition_of([&] { r.pull(); });
+    auto text = thrown<failed_precondition_error>([&] { r.pull(); });
     CHECK(text.find(diagnosis) != std::string::npos);
   }
   CHECK(blocking_queue{sys, q}.size() == 0); // nothing was taken or lost

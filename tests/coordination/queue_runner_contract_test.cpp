@@ -166,7 +166,8 @@ TEST_CASE("QR-5 the enqueue ops stay reachable and run once by hand", "[QR-5]") 
   CHECK(b.size() == 1);
 }
 
-TEST_CASE("QR-2 an empty queue_closed_codes is a TypeError as in TensorFlow", "[QR-2][C-1]") {
+TEST_CASE("QR-2 an empty queue_closed_codes is a TypeError as in TensorFlow",
+          "[QR-2][C-1]") {
   quern::config cfg;
   caf::actor_system sys{cfg};
   auto q = spawn_fifo_queue(sys, 2, {dtype::int64}, {tensor_shape{}});

@@ -59,8 +59,7 @@ TEST_CASE("QR-1 CC-2 a runner needs a queue and enqueue ops", "[QR-1][CC-2]") {
   auto q = spawn_fifo_queue(sys, 10, {dtype::int64}, {tensor_shape{}});
   CHECK_THROWS_MATCHES(queue_runner(q, {}), argument_error,
                        Catch::Matchers::Message("Must provide queue and enqueue_ops."));
-  CHECK_THROWS_MATCHES(queue_runner(queue_actor{}, {endless_op()}),
-                       argument_error,
+  CHECK_THROWS_MATCHES(queue_runner(queue_actor{}, {endless_op()}), argument_error,
                        Catch::Matchers::Message("Must provide queue and enqueue_ops."));
   CHECK_THROWS_AS(queue_runner(q, {enqueue_op{}}), argument_error);
   queue_runner_options opts;
