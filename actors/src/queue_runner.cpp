@@ -687,12 +687,20 @@ std::string node_name(const std::string& resource_name) {
 // -- queue_runner ---------------------------------------------------------------------
 
 struct queue_runner::impl {
+  /// A queue_runner is a value that threads may share, as TensorFlow's is:
+  /// start(), name resolution and the current start's state take turns.
+  mutable std::mutex mtx;
   queue_actor queue;
   std::vector<enqueue_op> ops;
   queue_runner_options opts;
   std::string name;
   bool with_coordinator = false;
   std::shared_ptr<runner_shared> shared;
+
+  std::shared_ptr<runner_shared> current() const {
+    std::lock_guard<std::mutex> guard{mtx};
+    return shared;
+  }
 
   ~impl() {
     // Made and never started: the queue no longer counts on this runner.
@@ -774,6 +782,7 @@ void queue_runner::resolve_name(caf::scoped_actor& self) {
 std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
                                             const coordinator_actor& coord) {
   auto& d = *impl_;
+  std::lock_guard<std::mutex> guard{d.mtx};
   if (d.shared && d.shared->live_workers.load() > 0)
     return {}; // QR-4
   caf::scoped_actor self{sys};
@@ -836,10 +845,14 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
                          std::to_string(d.ops.size()) + " enqueue ops, got index " +
                          std::to_string(index));
   caf::scoped_actor self{sys};
-  resolve_name(self);
+  std::string name;
+  {
+    std::lock_guard<std::mutex> guard{d.mtx};
+    resolve_name(self);
+    name = op_name(d.name, d.ops, index);
+  }
   // A worker limited to one run: it enqueues what the run emitted and ends.
-  auto& op = d.ops[index];
-  auto name = op_name(d.name, d.ops, index);
+  auto& op = d.ops[index]; // the ops never change after construction
   auto shared = std::make_shared<runner_shared>();
   shared->live_workers = 1;
   caf::actor w = op.async
@@ -858,24 +871,27 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
 }
 
 caf::actor queue_runner::runner() const {
-  if (!impl_->shared)
+  auto shared = impl_->current();
+  if (!shared)
     return {};
-  return caf::actor_cast<caf::actor>(impl_->shared->runner);
+  return caf::actor_cast<caf::actor>(shared->runner);
 }
 
 bool queue_runner::started() const {
-  return impl_->shared != nullptr;
+  return impl_->current() != nullptr;
 }
 
 bool queue_runner::running() const {
-  return impl_->shared && impl_->shared->live_workers.load() > 0;
+  auto shared = impl_->current();
+  return shared && shared->live_workers.load() > 0;
 }
 
 std::vector<caf::error> queue_runner::exceptions_raised() const {
-  if (!impl_->shared)
+  auto shared = impl_->current();
+  if (!shared)
     return {};
-  std::lock_guard<std::mutex> guard{impl_->shared->mtx};
-  return impl_->shared->exceptions;
+  std::lock_guard<std::mutex> guard{shared->mtx};
+  return shared->exceptions;
 }
 
 void queue_runner::stop() const {

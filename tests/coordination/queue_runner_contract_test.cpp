@@ -180,3 +180,31 @@ TEST_CASE("QR-2 an empty queue_closed_codes is a TypeError as in TensorFlow",
     CHECK(std::string{e.python_name()} == "TypeError");
   }
 }
+
+TEST_CASE("QR-4 one queue_runner shared by threads: one start wins, the others get none",
+          "[QR-4][shared]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto q = spawn_fifo_queue(sys, 4, {dtype::int64}, {tensor_shape{}});
+  queue_runner qr{q, {forever_op(), forever_op()}};
+  std::atomic<int> winners{0};
+  std::atomic<size_t> handles{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, copy = qr]() mutable { // copies share one runner
+      auto threads = copy.start(sys);
+      if (!threads.empty()) {
+        ++winners;
+        handles += threads.size();
+      }
+      (void)copy.exceptions_raised();
+      (void)copy.running();
+    });
+  for (auto& t : ts)
+    t.join();
+  CHECK(winners == 1);
+  CHECK(handles == 2);
+  qr.stop();
+  await_runner(sys, qr);
+  CHECK_FALSE(qr.running());
+}
