@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 
 #include <boost/program_options.hpp>
 
@@ -88,6 +89,16 @@ int main(int argc, char** argv) {
     std::cerr << "csv_pipeline: --logdir must not be empty\n";
     return 2;
   }
+  // The shuffle queue's capacity (IN-15), computed wide: user sizes must not
+  // overflow into a negative capacity.
+  auto capacity = int64_t{min_after_dequeue} + (int64_t{readers} + 2) * batch_size;
+  if (capacity > std::numeric_limits<int32_t>::max()) {
+    std::cerr
+        << "csv_pipeline: --min-after-dequeue + (--readers + 2) * --batch-size is the "
+           "shuffle queue's capacity and must be at most 2147483647, got "
+        << capacity << "\n";
+    return 2;
+  }
   try {
     std::filesystem::create_directories(logdir + "/data");
     auto paths = examples::write_csv_files(logdir + "/data", files, rows,
@@ -116,7 +127,7 @@ int main(int argc, char** argv) {
     examples::set_csv_signature(bo);
     bo.batch_size = batch_size;
     bo.min_after_dequeue = min_after_dequeue;
-    bo.capacity = min_after_dequeue + (readers + 2) * batch_size; // IN-15
+    bo.capacity = static_cast<int32_t>(capacity); // IN-15
     bo.seed = seed;
     bo.summaries = &summaries;
     auto examples_batch = shuffle_batch_join(pipe, std::move(sources), bo);

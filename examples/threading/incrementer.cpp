@@ -44,6 +44,16 @@ int main(int argc, char** argv) {
     std::cerr << "incrementer: --capacity must be positive and --steps non-negative\n";
     return 2;
   }
+  // The queue starts full of zeros, so the capacity is also an allocation
+  // here (unlike a queue's capacity, which is only a bound).
+  constexpr int32_t max_capacity = 10'000'000;
+  if (capacity > max_capacity) {
+    std::cerr
+        << "incrementer: the queue starts with --capacity zeros, so --capacity must be "
+           "at most "
+        << max_capacity << ", got " << capacity << "\n";
+    return 2;
+  }
   try {
     quern::config cfg;
     caf::actor_system sys{cfg};

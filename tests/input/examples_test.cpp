@@ -122,6 +122,24 @@ TEST_CASE("examples: --help and bad arguments", "[examples]") {
     CHECK(empty.output.find("csv_pipeline: --logdir must not be empty") !=
           std::string::npos);
   }
+  // Sizes that would overflow the shuffle queue's capacity are refused by
+  // name, before anything is allocated or written.
+  for (auto args : {"--min-after-dequeue 2147483647", "--batch-size 2147483647"}) {
+    if (!fs::exists(bin))
+      break;
+    auto big = run(bin + " " + args + " --logdir /nonexistent/never-written");
+    CHECK(big.status == 2);
+    CHECK(big.output.find(
+              "is the shuffle queue's capacity and must be at most 2147483647") !=
+          std::string::npos);
+  }
+  auto incrementer = example_binary("incrementer");
+  if (fs::exists(incrementer)) {
+    auto big = run(incrementer + " --capacity 2147483647");
+    CHECK(big.status == 2);
+    CHECK(big.output.find("--capacity must be at most 10000000, got 2147483647") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("example five_groups (seed 000): per-group losses and the mean per step",
