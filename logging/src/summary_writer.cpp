@@ -171,9 +171,10 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
   caf::error refused;
   for (auto& ev : events) {
     auto bad = check_strings(ev);
-    if (!bad && encoded_size_bound(ev) > st.opts.max_event_bytes)
+    auto size = encoded_size_bound(ev);
+    if (!bad && size > st.opts.max_event_bytes)
       bad = make_error(error_code::invalid_argument,
-                       "an event of about " + std::to_string(encoded_size_bound(ev)) +
+                       "an event of about " + std::to_string(size) +
                            " bytes exceeds the writer's max_event_bytes (" +
                            std::to_string(st.opts.max_event_bytes) + ")");
     if (bad) {
@@ -422,15 +423,11 @@ void summary_writer::send_batch(bool force) {
   st.batch.reserve(handle_batch_size);
 }
 
-template <class... Ts>
-void summary_writer::call(Ts&&... xs) {
+template <class T, class... Ts>
+T summary_writer::call(Ts&&... xs) {
   send_batch(true);
   await_in_flight();
-  caf::error err;
-  self_->request(writer_, caf::infinite, std::forward<Ts>(xs)...)
-      .receive([] {}, [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
+  return blocking_client::receive_answer<T>(self_, writer_, std::forward<Ts>(xs)...);
 }
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
@@ -468,51 +465,33 @@ void summary_writer::add_session_log(session_status status,
 void summary_writer::add_summary(std::vector<summary_value> values, int64_t step) {
   std::lock_guard<std::mutex> guard{batch_->mtx};
   // Stamped here, at the call (SW-6), with the handle's clock.
-  call(add_summary_atom::value, std::move(values), step,
-       clock_ ? clock_() : wall_time_now());
+  call<void>(add_summary_atom::value, std::move(values), step,
+             clock_ ? clock_() : wall_time_now());
 }
 
 void summary_writer::add_event(summary_event ev) {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  call(add_events_atom::value, std::vector<summary_event>{std::move(ev)});
+  call<void>(add_events_atom::value, std::vector<summary_event>{std::move(ev)});
 }
 
 writer_status summary_writer::flush() {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  send_batch(true);
-  await_in_flight();
-  writer_status result;
-  caf::error err;
-  self_->request(writer_, caf::infinite, writer_flush_atom::value)
-      .receive([&](writer_status& st) { result = std::move(st); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
-  return result;
+  return call<writer_status>(writer_flush_atom::value);
 }
 
 void summary_writer::close() {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  call(close_atom::value);
+  call<void>(close_atom::value);
 }
 
 void summary_writer::reopen() {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  call(writer_reopen_atom::value);
+  call<void>(writer_reopen_atom::value);
 }
 
 writer_status summary_writer::status() {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  send_batch(true);
-  await_in_flight();
-  writer_status result;
-  caf::error err;
-  self_->request(writer_, caf::infinite, writer_status_atom::value)
-      .receive([&](writer_status& st) { result = std::move(st); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
-  return result;
+  return call<writer_status>(writer_status_atom::value);
 }
 
 } // namespace quern

@@ -23,6 +23,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "quern/blocking_client.hpp"
 #include "quern/summary.hpp"
 #include "quern/summary/values.hpp"
 
@@ -145,8 +146,10 @@ private:
   void send_batch(bool force);
   void await_in_flight();
   void start_ticker();
-  template <class... Ts>
-  void call(Ts&&... xs);
+  /// Sends what is batched, then one request and its answer (T: void for
+  /// none); throws the op_error of an error answer.
+  template <class T, class... Ts>
+  T call(Ts&&... xs);
 
   std::shared_ptr<batch_state> batch_;
   caf::scoped_actor self_;
