@@ -48,6 +48,16 @@ public:
 private:
   std::vector<piece> pieces_;
 };
+
+/// Rows a run took from an upstream queue: single rows, or one batch.
+struct taken_rows {
+  queue_actor from;
+  std::vector<element> rows; // !is_batch
+  element batch;             // is_batch
+  bool is_batch = false;
+  /// The rows, in order (a batch split into row views).
+  std::vector<element> to_rows() &&;
+};
 } // namespace detail
 
 /// One run of an asynchronous enqueue op, handed to the op by its worker (an
@@ -95,34 +105,33 @@ public:
   /// Dequeues one element of `q` and calls `f(element&)`. A failure (e.g.
   /// out_of_range once `q` is closed and drained) fails the run with it; an
   /// exception thrown by `f` fails the run too.
+  ///
+  /// Rows taken with these helpers (dequeue*, pull*) are the run's sources:
+  /// if the worker is stopped before its output was stored, or the queue
+  /// refuses all of it, they go back to the front of the queue they came
+  /// from (docs/queues.md, "What a stop keeps").
   template <class F>
   void dequeue(const queue_actor& q, F f) {
-    self_->request(q, caf::infinite, dequeue_atom::value, wait_forever)
-        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
-              [this](caf::error& err) { fail(std::move(err)); });
+    take_request(q, dequeue_atom::value, wait_forever, std::move(f), false);
   }
   /// dequeue_many(n): `f(element& batch)`.
   template <class F>
   void dequeue_many(const queue_actor& q, int32_t n, F f) {
-    self_->request(q, caf::infinite, dequeue_many_atom::value, n, wait_forever)
-        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
-              [this](caf::error& err) { fail(std::move(err)); });
+    take_request(q, dequeue_many_atom::value, n, wait_forever, std::move(f), true);
   }
   /// dequeue_up_to(n): `f(element& batch)` with 1..n rows.
   template <class F>
   void dequeue_up_to(const queue_actor& q, int32_t n, F f) {
-    self_->request(q, caf::infinite, dequeue_up_to_atom::value, n, wait_forever)
-        .then([this, f](element& e) mutable { guarded([&] { f(e); }); },
-              [this](caf::error& err) { fail(std::move(err)); });
+    take_request(q, dequeue_up_to_atom::value, n, wait_forever, std::move(f), true);
   }
 
   /// The fast path for stages that work on rows (docs/queues.md): grants
   /// `q` demand for up to `n` rows on its streaming protocol and calls
   /// `f(std::vector<element>& rows)` with 1..n rows as they are (no stacking,
   /// no copy). out_of_range once `q` is closed and drained fails the run
-  /// with it. One pull per run at a time. If the worker ends while a pull is
-  /// pending, the queue keeps the rows (it drops the attempts of clients
-  /// that went down).
+  /// with it. One pull per run at a time. If the worker is stopped while a
+  /// pull is pending, the pull is withdrawn and rows already on their way go
+  /// back to `q`.
   template <class F>
   void pull(const queue_actor& q, int32_t n, F f) {
     if (on_pulled_ || on_pulled_batch_)
@@ -133,6 +142,7 @@ public:
       else
         guarded([&] { f(rows); });
     };
+    pull_sent(q);
     self_->send(q, pull_atom::value, n);
   }
 
@@ -148,12 +158,50 @@ public:
       else
         guarded([&] { f(batch); });
     };
+    pull_sent(q);
     self_->send(q, pull_batch_atom::value, n);
   }
 
 private:
   friend struct detail::async_worker_access;
-  enum class state { running, done, end, failed };
+  /// abandoned: the worker was stopped during the run; what the run does
+  /// afterwards is ignored (its sources went back).
+  enum class state { running, done, end, failed, abandoned };
+
+  template <class Atom, class... Ts>
+  void take_request_impl(const queue_actor& q, std::function<void(element&)> f,
+                         bool is_batch, Atom atom, Ts... xs) {
+    request_sent(q);
+    self_->request(q, caf::infinite, atom, xs...)
+        .then(
+            [this, q, f, is_batch](element& e) mutable {
+              if (answer_arrived(q, e, is_batch))
+                guarded([&] { f(e); });
+            },
+            [this](caf::error& err) {
+              if (answer_failed())
+                fail(std::move(err));
+            });
+  }
+  template <class Atom, class F>
+  void take_request(const queue_actor& q, Atom atom, caf::timespan t, F f,
+                    bool is_batch) {
+    take_request_impl(q, std::function<void(element&)>(std::move(f)), is_batch, atom, t);
+  }
+  template <class Atom, class F>
+  void take_request(const queue_actor& q, Atom atom, int32_t n, caf::timespan t, F f,
+                    bool is_batch) {
+    take_request_impl(q, std::function<void(element&)>(std::move(f)), is_batch, atom, n,
+                      t);
+  }
+  /// The bookkeeping of sources (queue_runner.cpp).
+  void request_sent(const queue_actor& q);
+  void pull_sent(const queue_actor& q);
+  /// An answer to a dequeue helper: false if the run was abandoned (the rows
+  /// went back to `q`), else the rows are recorded as this run's sources.
+  bool answer_arrived(const queue_actor& q, const element& e, bool is_batch);
+  /// A dequeue helper failed: false if the run was abandoned.
+  bool answer_failed();
 
   template <class G>
   void guarded(G&& g) {
@@ -166,6 +214,7 @@ private:
     }
   }
   void complete(state s);
+  bool abandoned() const noexcept { return state_ == state::abandoned; }
 
   caf::event_based_actor* self_ = nullptr;
   uint64_t index_ = 0;
@@ -176,6 +225,16 @@ private:
   std::function<void(std::vector<element>&, caf::error&)> on_pulled_;
   std::function<void(element&, caf::error&)> on_pulled_batch_;
   const std::atomic<bool>* stop_ = nullptr;
+  /// Rows this run took from upstream queues, and where from.
+  std::vector<detail::taken_rows> taken_;
+  /// Where the pending pull (if any) went; answers of dequeue helpers still
+  /// owed, and the queues they were asked of.
+  queue_actor pull_from_;
+  bool pull_pending_ = false;
+  int32_t requests_pending_ = 0;
+  std::vector<queue_actor> asked_;
+  /// Called when an abandoned run's last owed answer arrived.
+  std::function<void()> on_settled_;
 };
 
 /// One run of a blocking enqueue op. The op runs in its worker's own thread
@@ -339,6 +398,13 @@ public:
   /// ones and the cancellations caused by the runner's own stop (QR-7, QR-9;
   /// unlike TensorFlow also filled when a coordinator is used).
   std::vector<caf::error> exceptions_raised() const;
+  /// Rows the workers of the last start emitted that the queue refused (a
+  /// stop cancels it, or it was closed) and that could not go back to an
+  /// upstream queue: rows with no upstream queue (a reader's), or a run's
+  /// rows of which the queue had stored a part. TensorFlow drops these
+  /// silently; see docs/queues.md, "What a stop keeps". Final once the
+  /// handles start() returned are down.
+  int64_t rows_dropped() const;
   /// Sends stop to the runner actor of the last start (no-op if ended).
   void stop() const;
 

@@ -176,6 +176,9 @@ public:
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
+        [this](unpush_atom) {
+          core_.unpush(caf::actor_cast<caf::actor_addr>(current_sender()));
+        },
         [this](deadline_atom, uint64_t) { expire_due(); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
           declared_feeders_ = std::max(declared_feeders_ + declared, 0);

@@ -604,13 +604,23 @@ void queue_core::give_back(row_list rows) {
 
 void queue_core::unpull(const caf::actor_addr& client) {
   for (auto i = dequeues_.begin(); i != dequeues_.end();) {
-    bool pull = i->what == dequeue_attempt::op::pull ||
-                i->what == dequeue_attempt::op::pull_batch ||
-                i->what == dequeue_attempt::op::pull_many;
-    if (pull && i->client == client) {
+    if (i->client == client) {
       storage_->put_back(std::move(i->held));
       i->done.deliver_error(self_, cancelled_dequeue());
       i = dequeues_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  flush();
+}
+
+void queue_core::unpush(const caf::actor_addr& client) {
+  for (auto i = enqueues_.begin(); i != enqueues_.end();) {
+    if (i->client == client && i->what == enqueue_attempt::op::push) {
+      // Rows already stored stay stored; the producer learns how many.
+      i->done.deliver_count(self_, static_cast<int32_t>(i->stored), cancelled_enqueue());
+      i = enqueues_.erase(i);
     } else {
       ++i;
     }

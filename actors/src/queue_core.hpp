@@ -171,6 +171,8 @@ public:
   void give_back(row_list rows);
   /// Withdraws the pulls of `client`, answering each with cancelled.
   void unpull(const caf::actor_addr& client);
+  /// Cancels the client's pending pushes (rows stored so far stay stored).
+  void unpush(const caf::actor_addr& client);
   /// A deadline expired: answers deadline_exceeded if the attempt is still
   /// pending, keeping every element (Q-80, and better than TF for Q-37).
   void expire(uint64_t id);

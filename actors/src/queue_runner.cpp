@@ -1,6 +1,7 @@
 #include "quern/queue_runner.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -35,6 +36,9 @@ struct runner_shared {
   caf::actor_addr runner;
   /// The runner's queue_closed_codes.
   std::vector<error_code> closed_codes;
+  /// Rows the workers emitted that their queue refused and that did not go
+  /// back to a queue they came from (queue_runner::rows_dropped()).
+  std::atomic<int64_t> rows_dropped{0};
   mutable std::mutex mtx;
   std::vector<caf::error> exceptions;
 };
@@ -48,9 +52,65 @@ struct async_worker_access {
     r.out_.clear();
     r.error_ = caf::error{};
     r.stop_ = stop;
+    r.taken_.clear();
   }
   static void set_on_complete(async_run& r, std::function<void()> f) {
     r.on_complete_ = std::move(f);
+  }
+  static void set_on_settled(async_run& r, std::function<void()> f) {
+    r.on_settled_ = std::move(f);
+  }
+  /// The rows the completed run took from upstream queues.
+  static std::vector<taken_rows> take_sources(async_run& r) {
+    return std::move(r.taken_);
+  }
+  /// The worker is stopped during the run: what the run took goes back, its
+  /// output is dropped, a pending pull and pending dequeues are withdrawn
+  /// (their answers, rows included, go back when they come).
+  static void abandon(async_run& r) {
+    r.state_ = async_run::state::abandoned;
+    r.out_.clear();
+    give_back_all(r.self_, std::move(r.taken_));
+    r.taken_.clear();
+    if (r.on_pulled_ || r.on_pulled_batch_) {
+      r.on_pulled_ = nullptr;
+      r.on_pulled_batch_ = nullptr;
+      r.self_->send(r.pull_from_, unpull_atom::value);
+    }
+    for (auto& q : r.asked_)
+      r.self_->send(q, unpull_atom::value);
+  }
+  /// Whether answers are still owed to the run (a pull, dequeues).
+  static bool owed(const async_run& r) {
+    return r.pull_pending_ || r.requests_pending_ > 0;
+  }
+  /// A pull was answered: the pull is no longer pending.
+  static void pull_answered(async_run& r) { r.pull_pending_ = false; }
+  static const queue_actor& pull_from(const async_run& r) { return r.pull_from_; }
+  static bool abandoned(const async_run& r) { return r.abandoned(); }
+  /// Records pulled rows as the run's sources (before the op sees them: it
+  /// may move them).
+  static void took(async_run& r, const std::vector<element>& rows) {
+    taken_rows t;
+    t.from = r.pull_from_;
+    t.rows = rows;
+    r.taken_.push_back(std::move(t));
+  }
+  static void took_batch(async_run& r, const element& batch) {
+    taken_rows t;
+    t.from = r.pull_from_;
+    t.batch = batch;
+    t.is_batch = true;
+    r.taken_.push_back(std::move(t));
+  }
+  /// Sends rows back to the front of the queues they came from.
+  static void give_back_all(caf::event_based_actor* self, std::vector<taken_rows> taken) {
+    for (auto& t : taken) {
+      auto from = t.from;
+      auto rows = std::move(t).to_rows();
+      if (from && !rows.empty())
+        self->send(from, give_back_atom::value, std::move(rows));
+    }
   }
   static bool failed(const async_run& r) { return r.state_ == async_run::state::failed; }
   /// Hands a pulled(rows, err) answer to the run that asked for it; false if
@@ -119,6 +179,19 @@ void run_output::add_batch(element batch) {
   pieces_.push_back(std::move(p));
 }
 
+std::vector<element> taken_rows::to_rows() && {
+  if (!is_batch)
+    return std::move(rows);
+  std::vector<element> out;
+  if (batch.components.empty())
+    return out;
+  auto n = batch.batch_size();
+  out.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(batch.row(i));
+  return out;
+}
+
 } // namespace detail
 
 // -- async_run / blocking_run ---------------------------------------------------------
@@ -128,24 +201,32 @@ bool async_run::should_stop() const noexcept {
 }
 
 void async_run::emit(element row) {
+  if (abandoned())
+    return;
   if (completed())
     throw std::logic_error("quern::async_run::emit after the run was completed");
   out_.add_row(std::move(row));
 }
 
 void async_run::emit_many(element batch) {
+  if (abandoned())
+    return;
   if (completed())
     throw std::logic_error("quern::async_run::emit_many after the run was completed");
   out_.add_batch(std::move(batch));
 }
 
 void async_run::emit(std::vector<element> rows) {
+  if (abandoned())
+    return;
   if (completed())
     throw std::logic_error("quern::async_run::emit after the run was completed");
   out_.add_rows(std::move(rows));
 }
 
 void async_run::complete(state s) {
+  if (abandoned()) // the worker was stopped; nothing the run does counts
+    return;
   if (completed())
     throw std::logic_error("quern::async_run completed twice (done/end/fail)");
   state_ = s;
@@ -164,6 +245,8 @@ void async_run::end() {
 void async_run::fail(caf::error err) {
   if (!err)
     err = make_error(error_code::unknown, "async_run::fail without an error");
+  if (abandoned())
+    return;
   if (completed())
     throw std::logic_error("quern::async_run completed twice (done/end/fail)");
   error_ = std::move(err);
@@ -179,6 +262,50 @@ void async_run::fail(const std::exception& e) {
 
 void async_run::fail(std::exception_ptr ep) {
   fail(error_from_exception(ep));
+}
+
+void async_run::request_sent(const queue_actor& q) {
+  ++requests_pending_;
+  if (std::find(asked_.begin(), asked_.end(), q) == asked_.end())
+    asked_.push_back(q);
+}
+
+void async_run::pull_sent(const queue_actor& q) {
+  pull_from_ = q;
+  pull_pending_ = true;
+}
+
+bool async_run::answer_arrived(const queue_actor& q, const element& e, bool is_batch) {
+  if (--requests_pending_ == 0)
+    asked_.clear();
+  detail::taken_rows t;
+  t.from = q;
+  t.is_batch = is_batch;
+  if (is_batch)
+    t.batch = e;
+  else
+    t.rows.push_back(e);
+  if (abandoned()) {
+    std::vector<detail::taken_rows> back;
+    back.push_back(std::move(t));
+    detail::async_worker_access::give_back_all(self_, std::move(back));
+    if (!detail::async_worker_access::owed(*this) && on_settled_)
+      on_settled_();
+    return false;
+  }
+  taken_.push_back(std::move(t));
+  return true;
+}
+
+bool async_run::answer_failed() {
+  if (--requests_pending_ == 0)
+    asked_.clear();
+  if (abandoned()) {
+    if (!detail::async_worker_access::owed(*this) && on_settled_)
+      on_settled_();
+    return false;
+  }
+  return true;
 }
 
 bool blocking_run::should_stop() const noexcept {
@@ -240,13 +367,33 @@ bool is_reportable(const runner_shared& shared, const caf::error& reason) {
 /// How a worker streams its rows: each run's rows are one push; up to
 /// `push_window` pushes may wait for their ack while the next run already
 /// works (rows are still stored in run order: one sender, one queue).
+///
+/// What a stop keeps (docs/queues.md): a run's rows taken from upstream
+/// queues (its sources) are kept until the queue acknowledged the run's
+/// pushes. If the queue refused every row of the run (it was cancelled, or
+/// the worker withdrew its pushes at a stop), the sources go back to the
+/// front of the queues they came from; rows that cannot go back (no sources,
+/// or part of the run was stored) are counted in runner_shared::rows_dropped.
 struct push_pipe {
   queue_actor queue;
   int32_t window = 2;
-  int32_t in_flight = 0;
-  /// Set when the worker is done: quit with this reason once all is acked
-  /// (normal: the input is exhausted; user_shutdown: max_runs were run).
-  std::optional<caf::exit_reason> finish;
+  /// Pushes sent and not acknowledged yet, in order: the rows each carried.
+  /// The queue answers one sender's pushes in order (it serves enqueue
+  /// attempts in order, and a close or unpush cancels them in order).
+  std::deque<int64_t> pushes;
+  /// The runs whose pushes are not all acknowledged yet.
+  struct run_in_flight {
+    size_t pushes_left = 0;
+    int64_t stored = 0;
+    int64_t refused = 0;
+    std::vector<detail::taken_rows> sources;
+  };
+  std::deque<run_in_flight> runs_in_flight;
+  /// Set when the worker is done: it quits with this reason once nothing is
+  /// owed to it (none: the input is exhausted; user_shutdown: stopped or
+  /// max_runs were run; an error).
+  std::optional<caf::error> finish;
+  bool withdrawn = false;  // unpush sent
   bool run_active = false; // an asynchronous run has not completed yet
   bool run_scheduled = false;
   uint64_t runs = 0;
@@ -256,7 +403,9 @@ struct push_pipe {
   std::shared_ptr<runner_shared> shared;
   std::string name;
 
-  bool may_run() const { return !finish && !run_active && in_flight < window; }
+  bool may_run() const {
+    return !finish && !run_active && static_cast<int32_t>(pushes.size()) < window;
+  }
 };
 
 /// Whether a worker's exit reason is an error to report (QR-6, QR-7): not
@@ -295,6 +444,8 @@ void init_pipe(Self* self, push_pipe& p, queue_actor q, int32_t window,
   p.shared = std::move(shared);
   p.max_runs = max_runs;
   p.name = std::move(name);
+  // A queue that is gone answers no push: the worker must not wait for it.
+  self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {
     auto err = keep_exception_message(s, ep);
     record_end(p, err);
@@ -302,26 +453,65 @@ void init_pipe(Self* self, push_pipe& p, queue_actor q, int32_t window,
   });
 }
 
+/// Quits once the worker is finishing and nothing is owed to it: no push
+/// unacknowledged, and (`owed`) no answer of an upstream queue pending.
+void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed) {
+  if (p.finish && p.pushes.empty() && !owed)
+    end_worker(self, p, *p.finish);
+}
+
+/// The worker ends with `reason` (a stop or an error): pushes still pending
+/// are withdrawn, so that the worker learns at once which rows the queue
+/// did not take (and gives their sources back) instead of waiting on a full
+/// queue. The first reason is kept.
+void wind_down(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
+  if (!p.finish)
+    p.finish = std::move(reason);
+  if (!p.pushes.empty() && !p.withdrawn) {
+    p.withdrawn = true;
+    self->send(p.queue, unpush_atom::value);
+  }
+}
+
+/// A run failed. A queue-closed code is the end of the input: the rows
+/// pushed before are still stored, as after end(). Any other error winds
+/// the worker down.
+void run_failed(caf::event_based_actor* self, push_pipe& p, caf::error err) {
+  if (p.shared && has_code(p.shared->closed_codes, err)) {
+    if (!p.finish)
+      p.finish = std::move(err);
+  } else {
+    wind_down(self, p, std::move(err));
+  }
+}
+
 /// After a run: push its rows, then end or schedule the next run (always
 /// through the mailbox, so that a pending stop is seen first and the stack
 /// does not grow).
 void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& out,
-               bool ended) {
-  for (auto& piece : out.pieces()) {
-    ++p.in_flight;
-    if (piece.is_batch)
-      self->send(p.queue, push_batch_atom::value, std::move(piece.batch));
-    else
-      self->send(p.queue, push_atom::value, std::move(piece.rows));
-  }
+               bool ended, std::vector<detail::taken_rows> sources) {
+  if (!out.empty()) {
+    push_pipe::run_in_flight r;
+    r.pushes_left = out.pieces().size();
+    r.sources = std::move(sources);
+    p.runs_in_flight.push_back(std::move(r));
+    for (auto& piece : out.pieces()) {
+      if (piece.is_batch) {
+        p.pushes.push_back(piece.batch.batch_size());
+        self->send(p.queue, push_batch_atom::value, std::move(piece.batch));
+      } else {
+        p.pushes.push_back(static_cast<int64_t>(piece.rows.size()));
+        self->send(p.queue, push_atom::value, std::move(piece.rows));
+      }
+    }
+  } // else: the run consumed its sources (a filter) or had none
   out.clear();
-  if (ended)
-    p.finish = caf::exit_reason::normal;
+  if (ended && !p.finish)
+    p.finish = caf::error{};
   else if (!p.finish && p.max_runs > 0 && p.runs >= p.max_runs)
-    p.finish = caf::exit_reason::user_shutdown;
+    p.finish = caf::make_error(caf::exit_reason::user_shutdown);
   if (p.finish) {
-    if (p.in_flight == 0)
-      end_worker(self, p, *p.finish);
+    try_finish(self, p, false);
     return;
   }
   if (p.may_run() && !p.run_scheduled) {
@@ -330,22 +520,49 @@ void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& o
   }
 }
 
-/// A push was acknowledged.
-void on_pushed(caf::event_based_actor* self, push_pipe& p, caf::error& err) {
-  --p.in_flight;
-  if (err) {
-    end_worker(self, p, std::move(err));
+/// A run's pushes are all acknowledged: if the queue refused all of it, its
+/// sources go back; rows refused that cannot go back are counted.
+void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight& r) {
+  if (r.refused == 0)
+    return;
+  if (r.stored == 0 && !r.sources.empty()) {
+    detail::async_worker_access::give_back_all(self, std::move(r.sources));
     return;
   }
-  if (p.finish) {
-    if (p.in_flight == 0)
-      end_worker(self, p, *p.finish);
-    return;
+  if (p.shared)
+    p.shared->rows_dropped += r.refused;
+}
+
+/// A push was acknowledged. Returns false if the worker is to end.
+void on_pushed(caf::event_based_actor* self, push_pipe& p, int32_t stored,
+               caf::error& err) {
+  if (p.pushes.empty() || p.runs_in_flight.empty())
+    return; // not ours (cannot happen: one sender, one queue)
+  auto rows = p.pushes.front();
+  p.pushes.pop_front();
+  auto& r = p.runs_in_flight.front();
+  r.stored += stored;
+  if (err)
+    r.refused += std::max<int64_t>(rows - stored, 0);
+  if (--r.pushes_left == 0) {
+    settle(self, p, r);
+    p.runs_in_flight.pop_front();
   }
-  if (p.may_run() && !p.run_scheduled) {
-    p.run_scheduled = true;
-    self->send(self, worker_run_atom::value);
-  }
+  if (err)
+    wind_down(self, p, std::move(err));
+}
+
+/// The worker's queue went down: no pending push will be answered.
+void on_queue_down(caf::event_based_actor* self, push_pipe& p) {
+  int64_t lost = 0;
+  for (auto n : p.pushes)
+    lost += n;
+  if (p.shared)
+    p.shared->rows_dropped += lost;
+  p.pushes.clear();
+  p.runs_in_flight.clear();
+  wind_down(self, p,
+            make_error(error_code::cancelled, "the queue of " + p.name + " is gone"));
 }
 
 struct async_worker_state {
@@ -353,6 +570,9 @@ struct async_worker_state {
   std::shared_ptr<runner_shared> shared;
   async_run run;
   push_pipe pipe;
+  /// Upstream queues this worker pulled from, monitored: a pull sent to a
+  /// queue that is gone is never answered.
+  std::set<caf::actor_addr> watched;
   static inline const char* name = "quern.async_worker";
 };
 
@@ -375,16 +595,46 @@ void start_async_run(async_worker_ptr self) {
   }
 }
 
+/// The async worker finishes once its pushes are answered and an abandoned
+/// run is owed no answers.
+void async_try_finish(async_worker_ptr self) {
+  auto& st = self->state;
+  try_finish(self, st.pipe,
+             async_worker_access::abandoned(st.run) && async_worker_access::owed(st.run));
+}
+
+/// The async worker ends with `reason`: an active run is abandoned (its
+/// sources go back), pending pushes are withdrawn.
+void async_wind_down(async_worker_ptr self, caf::error reason) {
+  auto& st = self->state;
+  if (st.pipe.run_active) {
+    st.pipe.run_active = false;
+    async_worker_access::abandon(st.run);
+  }
+  wind_down(self, st.pipe, std::move(reason));
+  async_try_finish(self);
+}
+
 void async_run_completed(async_worker_ptr self) {
   auto& st = self->state;
   auto& r = st.run;
   st.pipe.run_active = false;
   ++st.pipe.runs;
   if (async_worker_access::failed(r)) {
-    end_worker(self, st.pipe, std::move(async_worker_access::error(r)));
+    // The run's sources go back: it produced nothing.
+    async_worker_access::give_back_all(self, async_worker_access::take_sources(r));
+    run_failed(self, st.pipe, std::move(async_worker_access::error(r)));
+    async_try_finish(self);
     return;
   }
-  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
+  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r),
+            async_worker_access::take_sources(r));
+}
+
+void watch_pull_origin(async_worker_ptr self) {
+  auto& q = async_worker_access::pull_from(self->state.run);
+  if (q && self->state.watched.insert(q.address()).second)
+    self->monitor(q);
 }
 
 caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_actor q,
@@ -396,32 +646,84 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
   init_pipe(self, st.pipe, std::move(q), window, std::move(shared), max_runs,
             std::move(name));
   async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
+  async_worker_access::set_on_settled(st.run, [self] { async_try_finish(self); });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (dm.source == st.pipe.queue.address()) {
+      on_queue_down(self, st.pipe);
+      async_wind_down(self, *st.pipe.finish);
+      return;
+    }
+    st.watched.erase(dm.source);
+    auto& r = st.run;
+    if (async_worker_access::pull_from(r).address() == dm.source &&
+        async_worker_access::owed(r)) {
+      // The pull went to a queue that is gone: no answer will come.
+      std::vector<element> none;
+      caf::error err = make_error(error_code::cancelled, "the queue pulled from is gone");
+      async_worker_access::pull_answered(r);
+      if (!async_worker_access::deliver_pulled(r, none, err)) {
+        element nobatch;
+        if (!async_worker_access::deliver_pulled_batch(r, nobatch, err))
+          async_try_finish(self);
+      }
+    }
+  });
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
   return {
-      [self](worker_run_atom) { start_async_run(self); },
-      [self](pushed_atom, int32_t, caf::error& err) {
-        on_pushed(self, self->state.pipe, err);
+      [self](worker_run_atom) {
+        watch_pull_origin(self);
+        start_async_run(self);
+        watch_pull_origin(self);
       },
-      [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
-        if (!async_worker_access::deliver_pulled(self->state.run, rows, err) &&
-            !rows.empty())
-          // Nobody asked for them: back to the front of the queue they came from.
-          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
-                         give_back_atom::value, std::move(rows));
-      },
-      [self](pulled_atom, element& batch, caf::error& err) {
-        if (!async_worker_access::deliver_pulled_batch(self->state.run, batch, err) &&
-            !batch.components.empty() && batch.batch_size() > 0) {
-          std::vector<element> rows;
-          for (int64_t i = 0; i < batch.batch_size(); ++i)
-            rows.push_back(batch.row(i));
-          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
-                         give_back_atom::value, std::move(rows));
+      [self](pushed_atom, int32_t stored, caf::error& err) {
+        auto& st = self->state;
+        on_pushed(self, st.pipe, stored, err);
+        if (st.pipe.finish) {
+          async_wind_down(self, *st.pipe.finish);
+          return;
+        }
+        if (st.pipe.may_run() && !st.pipe.run_scheduled) {
+          st.pipe.run_scheduled = true;
+          self->send(self, worker_run_atom::value);
         }
       },
+      [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
+        auto& r = self->state.run;
+        async_worker_access::pull_answered(r);
+        if (!err && !rows.empty() && r.completed() == false)
+          async_worker_access::took(r, rows);
+        if (!async_worker_access::deliver_pulled(r, rows, err)) {
+          // Nobody asked for them (the run was abandoned): back to the
+          // front of the queue they came from.
+          if (!rows.empty())
+            self->send(async_worker_access::pull_from(r), give_back_atom::value,
+                       std::move(rows));
+          async_try_finish(self);
+        }
+        watch_pull_origin(self);
+      },
+      [self](pulled_atom, element& batch, caf::error& err) {
+        auto& r = self->state.run;
+        async_worker_access::pull_answered(r);
+        bool has_rows = !batch.components.empty() && batch.batch_size() > 0;
+        if (!err && has_rows && r.completed() == false)
+          async_worker_access::took_batch(r, batch);
+        if (!async_worker_access::deliver_pulled_batch(r, batch, err)) {
+          if (has_rows) {
+            detail::taken_rows t;
+            t.batch = std::move(batch);
+            t.is_batch = true;
+            self->send(async_worker_access::pull_from(r), give_back_atom::value,
+                       std::move(t).to_rows());
+          }
+          async_try_finish(self);
+        }
+        watch_pull_origin(self);
+      },
       [self](stop_atom) {
-        end_worker(self, self->state.pipe, caf::exit_reason::user_shutdown);
+        async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
   };
 }
@@ -440,7 +742,8 @@ void start_blocking_run(blocking_worker_ptr self) {
   auto& st = self->state;
   st.pipe.run_scheduled = false;
   if (st.shared->stop.load()) {
-    end_worker(self, st.pipe, caf::exit_reason::user_shutdown);
+    wind_down(self, st.pipe, caf::make_error(caf::exit_reason::user_shutdown));
+    try_finish(self, st.pipe, false);
     return;
   }
   if (!st.pipe.may_run())
@@ -450,10 +753,12 @@ void start_blocking_run(blocking_worker_ptr self) {
   try {
     st.fn(r); // may block: this actor has its own thread
   } catch (...) {
-    end_worker(self, st.pipe, error_from_exception(std::current_exception()));
+    run_failed(self, st.pipe, error_from_exception(std::current_exception()));
+    try_finish(self, st.pipe, false);
     return;
   }
-  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r));
+  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r),
+            {});
 }
 
 caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
@@ -465,15 +770,33 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
   st.shared = shared;
   init_pipe(self, st.pipe, std::move(q), window, std::move(shared), max_runs,
             std::move(name));
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (dm.source == st.pipe.queue.address()) {
+      on_queue_down(self, st.pipe);
+      try_finish(self, st.pipe, false);
+    }
+  });
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
   return {
       [self](worker_run_atom) { start_blocking_run(self); },
-      [self](pushed_atom, int32_t, caf::error& err) {
-        on_pushed(self, self->state.pipe, err);
+      [self](pushed_atom, int32_t stored, caf::error& err) {
+        auto& st = self->state;
+        on_pushed(self, st.pipe, stored, err);
+        if (st.pipe.finish) {
+          try_finish(self, st.pipe, false);
+          return;
+        }
+        if (st.pipe.may_run() && !st.pipe.run_scheduled) {
+          st.pipe.run_scheduled = true;
+          self->send(self, worker_run_atom::value);
+        }
       },
       [self](stop_atom) {
-        end_worker(self, self->state.pipe, caf::exit_reason::user_shutdown);
+        wind_down(self, self->state.pipe,
+                  caf::make_error(caf::exit_reason::user_shutdown));
+        try_finish(self, self->state.pipe, false);
       },
   };
 }
@@ -892,6 +1215,11 @@ std::vector<caf::error> queue_runner::exceptions_raised() const {
     return {};
   std::lock_guard<std::mutex> guard{shared->mtx};
   return shared->exceptions;
+}
+
+int64_t queue_runner::rows_dropped() const {
+  auto shared = impl_->current();
+  return shared ? shared->rows_dropped.load() : 0;
 }
 
 void queue_runner::stop() const {

@@ -41,9 +41,13 @@ using batches_atom = caf::atom_constant<caf::atom("batches")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
-/// consumer -> queue: withdraw every pending pull of the sender; each is
-/// answered with pulled(no rows, cancelled).
+/// consumer -> queue: withdraw every pending pull and dequeue of the sender;
+/// each is answered with cancelled (pulled(no rows, cancelled) for a pull),
+/// and the rows it held go back.
 using unpull_atom = caf::atom_constant<caf::atom("unpull")>;
+/// producer -> queue: withdraw every pending push of the sender; each is
+/// answered with pushed(rows stored so far, cancelled).
+using unpush_atom = caf::atom_constant<caf::atom("unpush")>;
 
 // -- who feeds a queue --
 /// (feeder, declared, started, timeout): a queue runner of this queue was

@@ -55,10 +55,13 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///                  stay in the queue), cancelled after unpull.
 ///   give_back(rows) rows a consumer received and will not take; they return
 ///                  to the front of the queue in order.
-///   unpull()       withdraws the sender's pending pulls: each is answered
-///                  pulled(no rows, cancelled), or batches(none, cancelled)
-///                  for a pull_many whose held rows go back to the queue (a
-///                  consumer that stops).
+///   unpull()       withdraws the sender's pending pulls and dequeues: each
+///                  is answered pulled(no rows, cancelled), batches(none,
+///                  cancelled) or a cancelled error, and the rows it held go
+///                  back to the queue (a consumer that stops).
+///   unpush()       withdraws the sender's pending pushes: each is answered
+///                  pushed(rows stored so far, cancelled) (a producer that
+///                  stops and takes back what it still holds).
 ///   deadline(id)   internal: a pending attempt's timeout expired.
 using queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -75,6 +78,7 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<pull_batch_atom, int32_t>,
     caf::reacts_to<pull_many_atom, int32_t, int32_t, bool>,
     caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
+    caf::reacts_to<unpush_atom>,
     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>,
     caf::reacts_to<deadline_atom, uint64_t>>;
 
