@@ -1,5 +1,7 @@
 #include "quern/coordinator.hpp"
 
+#include "quern/actor_system.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -353,7 +355,9 @@ std::string straggler_text(const std::vector<std::string>& names) {
 } // namespace
 
 coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_options opts) {
-  return sys.spawn(coordinator_impl, std::move(opts));
+  auto c = sys.spawn(coordinator_impl, std::move(opts));
+  detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(c), "coordinator");
+  return c;
 }
 
 live_actors_error::live_actors_error(std::vector<std::string> names)

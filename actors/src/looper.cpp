@@ -1,5 +1,7 @@
 #include "quern/looper.hpp"
 
+#include "quern/actor_system.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -186,6 +188,7 @@ looper_thread::looper_thread(coordinator& coord, std::optional<caf::timespan> in
   if (!body)
     throw argument_error("a looper needs a body");
   actor_ = sys_->spawn<looper_actor>(std::move(body), interval, coord.actor(), name_);
+  detail::exit_watch::track(*sys_, actor_, "looper '" + name_ + "'");
   try {
     // Registered before it may run: the coordinator pushes a stop requested
     // earlier before it answers, so that stop is ahead of (go).

@@ -1,5 +1,7 @@
 #include "quern/queue.hpp"
 
+#include "quern/actor_system.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -486,10 +488,19 @@ void check_shared(const queue_spec& have, const queue_spec& want) {
 
 } // namespace
 
+/// A new queue actor, named in exit reports (quern::actor_system).
+static queue_actor spawn_tracked(caf::actor_system& sys, const queue_spec& spec) {
+  auto q = sys.spawn<queue_impl>(spec);
+  detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(q),
+                            std::string(queue_kind_name(spec.kind)) + " '" +
+                                spec.resource_name + "'");
+  return q;
+}
+
 queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options opts) {
   auto spec = make_queue_spec(kind, std::move(opts));
   if (spec.resource_name.empty() || spec.resource_name.front() == '_')
-    return sys.spawn<queue_impl>(std::move(spec));
+    return spawn_tracked(sys, spec);
   // A shared queue lives as long as somebody holds it; the registry keeps a
   // weak reference only.
   std::lock_guard<std::mutex> guard{shared_mtx};
@@ -501,7 +512,7 @@ queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options o
       return caf::actor_cast<queue_actor>(std::move(strong));
     }
   }
-  auto q = sys.spawn<queue_impl>(spec);
+  auto q = spawn_tracked(sys, spec);
   shared_queues[key] =
       shared_entry{caf::actor_cast<caf::weak_actor_ptr>(q), std::move(spec)};
   return q;

@@ -1,5 +1,7 @@
 #include "quern/queue_runner.hpp"
 
+#include "quern/actor_system.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <iostream>
@@ -751,6 +753,8 @@ void start_blocking_run(blocking_worker_ptr self) {
   auto& r = st.run;
   async_worker_access::reset(r, st.pipe.runs++, &st.shared->stop);
   try {
+    // Named in the exit report while it runs (quern::actor_system).
+    detail::exit_watch::in_run running{self->system(), st.pipe.name, r.index()};
     st.fn(r); // may block: this actor has its own thread
   } catch (...) {
     run_failed(self, st.pipe, error_from_exception(std::current_exception()));
@@ -969,6 +973,7 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
             w = self->spawn<caf::monitored + caf::detached>(
                 blocking_worker, op.blocking, st.cfg.queue, st.cfg.opts.push_window,
                 st.cfg.shared, uint64_t{0}, name);
+          detail::exit_watch::track(self->system(), w, "worker '" + name + "'");
           st.live.emplace(w.id(), w);
           st.workers.push_back(w);
           st.names.emplace(w.id(), name);
@@ -1128,6 +1133,10 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
   auto runner = sys.spawn(runner_impl, std::move(cfg));
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
   shared->runner = runner_handle.address();
+  // At exit, quern::actor_system sets the stop flag before it ends the
+  // runner, so that blocking ops see should_stop().
+  detail::exit_watch::track(sys, runner_handle, "queue runner '" + d.name + "'",
+                            [shared] { shared->stop = true; });
   caf::error err;
   caf::actor closer;
   if (coord) {

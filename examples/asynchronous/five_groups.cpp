@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   }
   try {
     quern::config cfg;
-    caf::actor_system sys{cfg};
+    quern::actor_system sys{cfg};
     summary_writer writer{sys, logdir};
     std::random_device rd;
     std::vector<std::shared_ptr<group>> groups;

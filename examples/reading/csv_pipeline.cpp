@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
               << "/data\n";
 
     quern::config cfg;
-    caf::actor_system sys{cfg};
+    quern::actor_system sys{cfg};
     summary_writer writer{sys, logdir};
     pipeline pipe{sys};
     input_summaries summaries{sys};

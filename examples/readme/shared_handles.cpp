@@ -12,7 +12,7 @@
 
 int main() {
   quern::config cfg;
-  caf::actor_system sys{cfg};
+  quern::actor_system sys{cfg};
   auto q =
       quern::spawn_fifo_queue(sys, 100, {quern::dtype::int64}, {quern::tensor_shape{}});
   quern::blocking_queue queue{sys, q};              // one handle for every thread,

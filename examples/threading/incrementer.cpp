@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   }
   try {
     quern::config cfg;
-    caf::actor_system sys{cfg};
+    quern::actor_system sys{cfg};
     auto q = quern::spawn_fifo_queue(sys, capacity, {quern::dtype::float32},
                                      {quern::tensor_shape{}}, "incrementer");
     quern::blocking_queue queue{sys, q};

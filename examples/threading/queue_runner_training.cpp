@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   }
   try {
     quern::config cfg;
-    caf::actor_system sys{cfg};
+    quern::actor_system sys{cfg};
     summary_writer writer{sys, logdir};
     // queue = tf.RandomShuffleQueue(...)
     auto queue = spawn_random_shuffle_queue(

@@ -1,5 +1,7 @@
 #include "quern/summary/summary_writer.hpp"
 
+#include "quern/actor_system.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -288,7 +290,10 @@ summary_writer_actor::behavior_type summary_writer_impl(writer_pointer self,
 
 summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
                                           summary_writer_options opts) {
-  return sys.spawn<caf::detached>(summary_writer_impl, std::move(opts));
+  auto what = "summary writer of '" + opts.logdir + "'";
+  auto w = sys.spawn<caf::detached>(summary_writer_impl, std::move(opts));
+  detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(w), std::move(what));
+  return w;
 }
 
 // -- blocking handle ----------------------------------------------------------

@@ -10,9 +10,26 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "quern/actor_system.hpp"
 #include "quern/error.hpp"
 
 namespace quern {
+
+namespace detail {
+/// The atom a request starts with (its operation), for exit reports.
+template <class T>
+struct request_atom {
+  static constexpr caf::atom_value value = caf::atom("");
+};
+template <caf::atom_value V>
+struct request_atom<caf::atom_constant<V>> {
+  static constexpr caf::atom_value value = V;
+};
+template <class T, class... Ts>
+constexpr caf::atom_value first_atom() {
+  return request_atom<std::decay_t<T>>::value;
+}
+} // namespace detail
 
 /// The machinery every blocking handle (`blocking_queue`, `coordinator`,
 /// `summary_writer`, ...) makes its calls with: a request to an actor, a wait
@@ -98,6 +115,10 @@ public:
   /// its own mailbox for streaming, under its own lock).
   template <class T, class Dest, class... Ts>
   static T receive_answer(caf::scoped_actor& self, const Dest& dest, Ts&&... xs) {
+    // Named in the exit report while it waits (quern::actor_system).
+    detail::exit_watch::blocked_call waiting{self->home_system(),
+                                             caf::actor_cast<caf::actor_addr>(dest),
+                                             detail::first_atom<Ts...>()};
     caf::error err;
     if constexpr (std::is_void<T>::value) {
       self->request(dest, caf::infinite, std::forward<Ts>(xs)...)

@@ -2,6 +2,8 @@
 
 #include <caf/actor_system_config.hpp>
 
+#include "quern/actor_system.hpp"
+
 namespace quern {
 
 /// Registers every quern message type and quern's error category (with a

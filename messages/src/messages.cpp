@@ -50,6 +50,10 @@ config::config() {
   // (3.4x-4.2x against 1.7x-2.2x the mutex queue). Users may still choose
   // `scheduler.policy` themselves (config file or command line).
   set("scheduler.policy", caf::atom("sharing"));
+  // quern::actor_system's exit policy (docs/coordination.md, "At exit").
+  caf::config_option_adder{custom_options_, "quern"}.add<caf::timespan>(
+      "exit-grace", "how long the actor system waits for actors at exit before it "
+                    "reports and ends what is still running");
 }
 
 } // namespace quern

@@ -366,7 +366,7 @@ struct step_logger : quern::looper {
 };
 
 quern::config cfg;
-caf::actor_system sys{cfg};
+quern::actor_system sys{cfg};
 quern::coordinator coord{sys};
 std::atomic<int64_t> step{0};
 // LooperThread(coord, 0.05) with run_loop overridden, then start().
