@@ -61,14 +61,20 @@ caf::expected<std::vector<run_files>> find_runs(const std::string& logdir) {
       rel = ".";
     runs[rel].push_back(entry.path().string());
   };
-  fs::recursive_directory_iterator it{root, fs::directory_options::skip_permission_denied,
-                                      ec};
+  // A folder that may not be read is an error that names it, never a run
+  // silently left out (or "no event files" for an unreadable logdir).
+  fs::recursive_directory_iterator it{root, ec};
   if (ec)
     return detail::io_error(ec.value(), "cannot read log directory '" + logdir + "'");
-  for (auto end = fs::recursive_directory_iterator{}; it != end; it.increment(ec)) {
-    if (ec)
-      return detail::io_error(ec.value(), "cannot read log directory '" + logdir + "'");
+  for (auto end = fs::recursive_directory_iterator{}; it != end;) {
     visit(*it);
+    std::error_code de;
+    auto entered = it->is_directory(de) ? it->path().string() : std::string{};
+    it.increment(ec);
+    if (ec)
+      return detail::io_error(ec.value(), "cannot read directory '" +
+                                              (entered.empty() ? logdir : entered) +
+                                              "' under log directory '" + logdir + "'");
   }
   std::vector<run_files> result;
   for (auto& [run, files] : runs) {

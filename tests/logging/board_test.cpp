@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
@@ -183,4 +184,65 @@ TEST_CASE("quern-board export quotes awkward tags in csv and json", "[board]") {
                     "  {\"run\": \".\", \"tag\": \"tab\\there\", \"step\": 2, "
                     "\"wall_time\": 2.000000, \"value\": -0}\n"
                     "]\n");
+}
+
+namespace {
+
+/// Runs quern-board as a user who is subject to file permissions: as root
+/// (who reads everything), through setpriv as nobody.
+run_result board_unprivileged(const std::string& args, const std::string& scratch) {
+  if (::geteuid() != 0)
+    return board(args, scratch);
+  REQUIRE(std::system("command -v setpriv >/dev/null") == 0);
+  auto cmd = std::string("setpriv --reuid=65534 --regid=65534 --clear-groups ") +
+             QUERN_BOARD_PATH + " " + args;
+  auto err_file = scratch + "/stderr.txt";
+  run_result r;
+  auto* p = ::popen((cmd + " 2>" + err_file).c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+    r.out.append(buf, n);
+  auto st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = test::read_file(err_file);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("quern-board names a folder it may not read instead of skipping it",
+          "[board]") {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read |
+                                  fs::perms::group_exec | fs::perms::others_read |
+                                  fs::perms::others_exec);
+  auto logs = dir / "logs";
+  write_runs(logs);
+  // The whole tree readable by others first, so only the folder made
+  // unreadable below stands in the way.
+  for (auto& e : fs::recursive_directory_iterator(logs))
+    fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec,
+                    fs::perm_options::add);
+  fs::permissions(logs, fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::add);
+  auto readable = board_unprivileged("inspect " + logs, dir.path());
+  REQUIRE(readable.status == 0); // the setup is readable as that user
+
+  fs::permissions(logs + "/b", fs::perms::none);
+  auto sub = board_unprivileged("inspect " + logs, dir.path());
+  CHECK(sub.status == 1);
+  CHECK(sub.err == "quern-board: cannot read directory '" + logs +
+                       "/b' under log directory '" + logs + "': Permission denied\n");
+
+  fs::permissions(logs + "/b",
+                  fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(logs, fs::perms::none);
+  auto root = board_unprivileged("export " + logs, dir.path());
+  CHECK(root.status == 1);
+  CHECK(root.err ==
+        "quern-board: cannot read log directory '" + logs + "': Permission denied\n");
+  fs::permissions(logs, fs::perms::owner_all);
 }
