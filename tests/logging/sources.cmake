@@ -4,6 +4,7 @@ quern_add_test_suite(test_logging
     ${CMAKE_CURRENT_LIST_DIR}/event_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/crash_consistency_test.cpp
   LIBS quern::logging)
 target_compile_definitions(test_logging PRIVATE
   QUERN_LOGGING_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
@@ -19,7 +20,7 @@ if(QUERN_SANITIZE)
     PROPERTIES COMPILE_OPTIONS -fno-sanitize=vptr)
 endif()
 
-# A child process for the crash tests of writer_test.cpp.
+# A child process for the crash tests (writer_test.cpp, crash_consistency_test.cpp).
 add_executable(quern_test_crash_writer ${CMAKE_CURRENT_LIST_DIR}/crash_writer.cpp)
 target_link_libraries(quern_test_crash_writer PRIVATE quern::logging quern_warnings)
 add_dependencies(test_logging quern_test_crash_writer)
