@@ -159,3 +159,41 @@ TEST_CASE_METHOD(system_fixture,
   }
   CHECK(values_of(cons.next().elem()) == iota(0, 10));
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "unpush withdraws the sender's pending push; rows stored stay stored",
+                 "[stream][stop]") {
+  probe p{sys, int_fifo(sys, 2)};
+  p.send(push_atom::value, std::vector<element>{i64(1), i64(2), i64(3), i64(4)});
+  CHECK(p.pending()); // 2 stored, 2 waiting for room
+  p.send(unpush_atom::value);
+  int32_t stored = -1;
+  caf::error err;
+  p.self()->receive(
+      [&](pushed_atom, int32_t n, caf::error& e) {
+        stored = n;
+        err = std::move(e);
+      },
+      caf::after(std::chrono::seconds(30)) >> [] { FAIL("no pushed answer"); });
+  CHECK(stored == 2);
+  CHECK(code_of(err) == error_code::cancelled);
+  CHECK(message_of(err) == "Enqueue operation was cancelled");
+  CHECK(p.size() == 2);
+  CHECK(dequeue_values(p, 2) == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "unpull withdraws the sender's waiting dequeues too; held rows go back",
+                 "[stream][stop]") {
+  probe p{sys, int_fifo(sys, 10)};
+  p.enqueue(i64(1));
+  p.enqueue(i64(2));
+  CHECK(p.next().count() == 1);
+  CHECK(p.next().count() == 1);
+  p.dequeue_many(3); // holds 1 and 2, waits for a third
+  CHECK(p.pending());
+  p.send(unpull_atom::value);
+  check_error(p.next(), error_code::cancelled, "Dequeue operation was cancelled");
+  CHECK(p.size() == 2);
+  CHECK(dequeue_values(p, 2) == std::vector<int64_t>{1, 2}); // in order
+}

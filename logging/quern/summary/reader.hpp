@@ -41,7 +41,8 @@ struct run_files {
 };
 
 /// Every run under `logdir` (recursively), sorted by run name; an error when
-/// `logdir` is not a readable directory.
+/// `logdir` is not a readable directory, or a folder below it cannot be read
+/// (the error names it: a run is never left out in silence).
 caf::expected<std::vector<run_files>> find_runs(const std::string& logdir);
 
 } // namespace quern
