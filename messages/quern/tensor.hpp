@@ -54,7 +54,20 @@ struct tensor_wire {
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, tensor_wire& x) {
-    return f(x.type, x.shape, x.bytes, x.strings);
+    if constexpr (Inspector::reads_state) {
+      return f(x.type, x.shape, x.bytes, x.strings);
+    } else {
+      // Loaded through a std::string, which has the same bytes on the wire:
+      // CAF 0.17 resizes a byte vector to the length a message claims
+      // before it checks that the message holds that many bytes (a 60-byte
+      // message made it allocate 4 GiB); a string's length is checked first.
+      std::string raw;
+      auto load = [&]() -> caf::error {
+        x.bytes.assign(raw.begin(), raw.end());
+        return caf::none;
+      };
+      return f(x.type, x.shape, raw, x.strings, caf::meta::load_callback(load));
+    }
   }
 };
 

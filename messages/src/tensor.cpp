@@ -372,12 +372,20 @@ tensor tensor::from_wire(detail::tensor_wire w) {
   if (!w.shape.fully_defined())
     throw invalid_argument_error("corrupt tensor: shape " + w.shape.to_string() +
                                  " is not fully defined");
+  // Every product of dimensions a tensor computes (its element count, its
+  // rows' sizes) must fit int64: the product of the non-zero dimensions does.
+  int64_t bound = 1;
+  for (auto d : w.shape.dims())
+    if (d > 0 && __builtin_mul_overflow(bound, d, &bound))
+      throw invalid_argument_error("corrupt tensor: shape " + w.shape.to_string() +
+                                   " has too many elements");
   auto n = static_cast<size_t>(w.shape.num_elements());
   if (type == dtype::string) {
     check_count(w.shape, w.strings.size());
     return from_values(std::move(w.shape), std::move(w.strings));
   }
-  if (w.bytes.size() != n * dtype_size(type))
+  // Divided, not multiplied: n * size may wrap around.
+  if (w.bytes.size() % dtype_size(type) != 0 || w.bytes.size() / dtype_size(type) != n)
     throw invalid_argument_error("corrupt tensor: " + std::to_string(w.bytes.size()) +
                                  " bytes for " + std::to_string(n) + " values of dtype " +
                                  dtype_name(type));
