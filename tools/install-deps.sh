@@ -3,8 +3,10 @@
 # Nothing is fetched when everything is already present.
 set -euo pipefail
 
+# clang and libclang-rt-14-dev (libFuzzer's runtime, libclang_rt.fuzzer) are
+# for the fuzz build (make fuzz, make test-fuzz; docs/fuzzing.md).
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev)
+          libboost-program-options-dev clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,432 @@
+// Fuzz target: the Event protocol (quern/summary/event.hpp).
+//
+// The first byte picks the input's form:
+//   even  the rest is an Event payload as a file would hold it;
+//   odd   the rest describes a summary_event (every kind of event and of
+//         summary value, any bytes in its strings) that is encoded.
+//
+// Promises checked (a broken one traps, so libFuzzer reports it):
+// - decode_event never crashes: it gives an event or data_loss
+//   `cannot parse Event`.
+// - A parsed event re-encoded parses back equal (floats compared bit for
+//   bit), and encoding is then a fixed point (same bytes again).
+// - A parsed event passes check_strings: libprotobuf refuses an Event whose
+//   `string` fields are not UTF-8, so anything it parsed is writable again.
+// - event_encoder::append_event frames exactly encode_event's bytes, and
+//   encoded_size_bound is never below the encoded size.
+// - For a described event: check_strings refuses it (invalid_argument naming
+//   the field and byte) exactly when libprotobuf would refuse to parse its
+//   encoding -- quern's UTF-8 check and libprotobuf's agree -- and otherwise
+//   it parses back as the event with what protobuf does not write dropped
+//   (members of other kinds, metadata of empty strings, -0 as 0).
+//
+// QUERN_FUZZ_SEEDS_OUT=<dir>: writes the seed corpus to <dir> and exits;
+// tests/fuzz/make_seeds.sh runs it.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/stubs/logging.h>
+
+#include "quern/error.hpp"
+#include "quern/summary.hpp"
+#include "quern/summary/event.hpp"
+#include "quern/summary/record.hpp"
+
+namespace {
+
+[[noreturn]] void broken(const char* what, int line) {
+  std::fprintf(stderr, "fuzz_event_parser: broken promise at line %d: %s\n", line, what);
+  std::fflush(stderr);
+  __builtin_trap();
+}
+
+#define PROMISE(cond)                                                                    \
+  do {                                                                                   \
+    if (!(cond))                                                                         \
+      broken(#cond, __LINE__);                                                           \
+  } while (false)
+
+template <class T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/// A proto3 singular float or double: 0 and -0 are both "not written".
+template <class T>
+bool same_scalar(T a, T b) {
+  return same_bits(a, b) || (a == 0 && b == 0);
+}
+
+bool same_doubles(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) // repeated fields keep -0
+      return false;
+  return true;
+}
+
+bool same_value(const quern::summary_value& a, const quern::summary_value& b) {
+  return a.tag == b.tag && a.kind == b.kind &&
+         same_scalar(a.simple_value, b.simple_value) &&
+         same_scalar(a.histo.min, b.histo.min) && same_scalar(a.histo.max, b.histo.max) &&
+         same_scalar(a.histo.num, b.histo.num) && same_scalar(a.histo.sum, b.histo.sum) &&
+         same_scalar(a.histo.sum_squares, b.histo.sum_squares) &&
+         same_doubles(a.histo.bucket_limit, b.histo.bucket_limit) &&
+         same_doubles(a.histo.bucket, b.histo.bucket) &&
+         a.image.height == b.image.height && a.image.width == b.image.width &&
+         a.image.colorspace == b.image.colorspace && a.image.encoded == b.image.encoded &&
+         a.strings == b.strings && a.shape == b.shape && a.plugin_name == b.plugin_name &&
+         a.plugin_content == b.plugin_content && a.display_name == b.display_name &&
+         a.description == b.description;
+}
+
+bool same_event(const quern::summary_event& a, const quern::summary_event& b) {
+  if (!same_scalar(a.wall_time, b.wall_time) || a.step != b.step || a.what != b.what ||
+      a.data != b.data || a.text != b.text || a.code != b.code ||
+      a.values.size() != b.values.size())
+    return false;
+  for (size_t i = 0; i < a.values.size(); ++i)
+    if (!same_value(a.values[i], b.values[i]))
+      return false;
+  return true;
+}
+
+/// What of `v` its encoding keeps: the members of its kind and the metadata.
+quern::summary_value normalized(const quern::summary_value& v) {
+  quern::summary_value x;
+  x.tag = v.tag;
+  x.kind = v.kind;
+  x.plugin_name = v.plugin_name;
+  x.plugin_content = v.plugin_content;
+  x.display_name = v.display_name;
+  x.description = v.description;
+  switch (v.kind) {
+  case quern::summary_kind::scalar:
+    x.simple_value = v.simple_value;
+    break;
+  case quern::summary_kind::histogram:
+    x.histo = v.histo;
+    break;
+  case quern::summary_kind::image:
+    x.image = v.image;
+    break;
+  case quern::summary_kind::tensor:
+    x.strings = v.strings;
+    x.shape = v.shape;
+    break;
+  }
+  return x;
+}
+
+/// What of `ev` its encoding keeps (summary.hpp: only the members that match
+/// `what` are encoded).
+quern::summary_event normalized(const quern::summary_event& ev) {
+  quern::summary_event x;
+  x.wall_time = ev.wall_time;
+  x.step = ev.step;
+  x.what = ev.what;
+  switch (ev.what) {
+  case quern::event_kind::none:
+    break;
+  case quern::event_kind::file_version:
+  case quern::event_kind::graph_def:
+  case quern::event_kind::meta_graph_def:
+    x.data = ev.data;
+    break;
+  case quern::event_kind::summary:
+    for (auto& v : ev.values)
+      x.values.push_back(normalized(v));
+    break;
+  case quern::event_kind::log_message:
+    x.data = ev.data;
+    x.code = ev.code;
+    break;
+  case quern::event_kind::session_log:
+    x.data = ev.data;
+    x.text = ev.text;
+    x.code = ev.code;
+    break;
+  case quern::event_kind::tagged_run_metadata:
+    x.data = ev.data;
+    x.text = ev.text;
+    break;
+  }
+  return x;
+}
+
+/// Reads the description of an event from the input, byte by byte; an
+/// exhausted input reads as zeros.
+class input {
+public:
+  input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
+
+  template <class T>
+  T raw() {
+    T x{};
+    unsigned char bytes[sizeof(T)] = {};
+    for (auto& b : bytes)
+      b = u8();
+    std::memcpy(&x, bytes, sizeof(T));
+    return x;
+  }
+
+  /// A string of up to 31 bytes: its length comes first.
+  std::string str() {
+    size_t n = u8() % 32u;
+    std::string s;
+    for (size_t i = 0; i < n && pos_ < size_; ++i)
+      s += static_cast<char>(u8());
+    return s;
+  }
+
+  bool done() const { return pos_ >= size_; }
+
+private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+quern::summary_value describe_value(input& in) {
+  quern::summary_value v;
+  v.tag = in.str();
+  v.kind = static_cast<quern::summary_kind>(in.u8() % 4);
+  auto meta = in.u8();
+  if (meta & 1)
+    v.plugin_name = in.str();
+  if (meta & 2)
+    v.plugin_content = in.str();
+  if (meta & 4)
+    v.display_name = in.str();
+  if (meta & 8)
+    v.description = in.str();
+  v.simple_value = in.raw<float>();
+  switch (v.kind) {
+  case quern::summary_kind::scalar:
+    break;
+  case quern::summary_kind::histogram: {
+    v.histo.min = in.raw<double>();
+    v.histo.max = in.raw<double>();
+    v.histo.num = in.raw<double>();
+    v.histo.sum = in.raw<double>();
+    v.histo.sum_squares = in.raw<double>();
+    size_t n = in.u8() % 8u;
+    for (size_t i = 0; i < n; ++i) {
+      v.histo.bucket_limit.push_back(in.raw<double>());
+      v.histo.bucket.push_back(in.raw<double>());
+    }
+    break;
+  }
+  case quern::summary_kind::image:
+    v.image.height = in.raw<int32_t>();
+    v.image.width = in.raw<int32_t>();
+    v.image.colorspace = in.raw<int32_t>();
+    v.image.encoded = in.str();
+    break;
+  case quern::summary_kind::tensor: {
+    size_t rank = in.u8() % 4u;
+    for (size_t i = 0; i < rank; ++i)
+      v.shape.push_back(in.raw<int64_t>());
+    size_t n = in.u8() % 4u;
+    for (size_t i = 0; i < n; ++i)
+      v.strings.push_back(in.str());
+    break;
+  }
+  }
+  return v;
+}
+
+quern::summary_event describe_event(input& in) {
+  quern::summary_event ev;
+  ev.wall_time = in.raw<double>();
+  ev.step = in.raw<int64_t>();
+  ev.what = static_cast<quern::event_kind>(in.u8() % 8);
+  ev.code = in.raw<int32_t>();
+  ev.data = in.str();
+  ev.text = in.str();
+  size_t n = in.u8() % 4u;
+  for (size_t i = 0; i < n; ++i)
+    ev.values.push_back(describe_value(in));
+  return ev;
+}
+
+/// Promises of any event that is encoded: framing, size bound.
+void check_encoding(const quern::summary_event& ev, const std::string& bytes) {
+  PROMISE(quern::encoded_size_bound(ev) >= bytes.size());
+  quern::event_encoder encoder;
+  std::string framed;
+  encoder.append_event(framed, ev);
+  encoder.append_event(framed, ev); // the encoder's reused Event is cleared
+  auto records = quern::read_records(framed);
+  PROMISE(!records.error);
+  PROMISE(records.records.size() == 2);
+  PROMISE(records.records[0] == bytes);
+  PROMISE(records.records[1] == bytes);
+}
+
+/// A payload as a file would hold it.
+void check_payload(std::string_view payload) {
+  auto ev = quern::decode_event(payload);
+  if (!ev) {
+    PROMISE(quern::is(ev.error(), quern::error_code::data_loss));
+    PROMISE(quern::message_of(ev.error()) == "cannot parse Event");
+    return;
+  }
+  PROMISE(!quern::check_strings(*ev));
+  auto bytes = quern::encode_event(*ev);
+  check_encoding(*ev, bytes);
+  auto again = quern::decode_event(bytes);
+  PROMISE(again.engaged());
+  PROMISE(same_event(*ev, *again));
+  PROMISE(quern::encode_event(*again) == bytes);
+}
+
+/// An event described by the input.
+void check_described(input& in) {
+  auto ev = describe_event(in);
+  auto bytes = quern::encode_event(ev);
+  check_encoding(ev, bytes);
+  auto refused = quern::check_strings(ev);
+  auto back = quern::decode_event(bytes);
+  if (refused) {
+    PROMISE(quern::is(refused, quern::error_code::invalid_argument));
+    PROMISE(quern::message_of(refused).find("is not valid UTF-8 (byte ") !=
+            std::string::npos);
+    PROMISE(!back); // libprotobuf refuses it too
+    return;
+  }
+  PROMISE(back.engaged()); // libprotobuf takes what quern's check takes
+  PROMISE(same_event(*back, normalized(ev)));
+  PROMISE(quern::encode_event(*back) == bytes);
+  if (ev.what == quern::event_kind::summary && ev.values.size() == 1 &&
+      ev.values[0].kind == quern::summary_kind::scalar && !ev.values[0].has_metadata()) {
+    // The fast path encodes a scalar event to the same bytes.
+    quern::scalar_event s{ev.wall_time, ev.step, ev.values[0].tag,
+                          ev.values[0].simple_value};
+    PROMISE(quern::encode_event(s) == bytes);
+    PROMISE(!quern::check_strings(s));
+    PROMISE(quern::encoded_size_bound(s) >= bytes.size());
+  }
+}
+
+void write_seed(const std::string& dir, const std::string& name,
+                const std::string& bytes) {
+  auto path = dir + "/" + name;
+  auto* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    std::perror(path.c_str());
+    std::exit(1);
+  }
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+/// Seeds of both forms: payloads of every kind of event, and descriptions.
+void write_seeds(const std::string& dir) {
+  using namespace quern;
+  auto payload = [&](const std::string& name, const summary_event& ev) {
+    write_seed(dir, name, std::string(1, '\0') + encode_event(ev));
+  };
+  payload("file_version", file_version_event(1.5e9));
+  summary_event ev;
+  ev.wall_time = 1.5e9;
+  ev.step = 3;
+  summary_value scalar;
+  scalar.tag = "loss";
+  scalar.simple_value = 0.5f;
+  summary_value histo;
+  histo.tag = "w";
+  histo.kind = summary_kind::histogram;
+  histo.histo = {-1, 1, 10, 0, 4, {-0.5, 0, 1}, {3, 4, 3}};
+  histo.plugin_name = "histograms";
+  summary_value image;
+  image.tag = "img";
+  image.kind = summary_kind::image;
+  image.image = {2, 2, 3, "\x89PNG\r\n"};
+  summary_value text;
+  text.tag = "notes";
+  text.kind = summary_kind::tensor;
+  text.strings = {"hello", "w\xc3\xb6rld"};
+  text.shape = {2};
+  text.plugin_name = "text";
+  text.display_name = "Notes";
+  text.description = "free text";
+  ev.values = {scalar, histo, image, text};
+  payload("summary", ev);
+  summary_event log;
+  log.what = event_kind::log_message;
+  log.code = 30;
+  log.data = "careful";
+  payload("log_message", log);
+  summary_event session;
+  session.what = event_kind::session_log;
+  session.code = 3;
+  session.data = "ckpt/model-100";
+  session.text = "saved";
+  payload("session_log", session);
+  summary_event meta;
+  meta.what = event_kind::tagged_run_metadata;
+  meta.text = "step_1";
+  meta.data = std::string("\x00\x01\x02", 3);
+  payload("tagged_run_metadata", meta);
+  summary_event graph;
+  graph.what = event_kind::graph_def;
+  graph.data = "\x0a\x03"
+               "abc";
+  payload("graph_def", graph);
+  // Descriptions (odd first byte): a scalar summary, a histogram, a log
+  // message whose text is not UTF-8.
+  auto bytes = [](std::initializer_list<int> xs) {
+    std::string out;
+    for (auto x : xs)
+      out += static_cast<char>(x);
+    return out;
+  };
+  auto head = [&](int what) {
+    // form, wall_time 1.0, step 5, what, code 0
+    return bytes(
+        {1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 5, 0, 0, 0, 0, 0, 0, 0, what, 0, 0, 0, 0});
+  };
+  // data "", text "", one value: tag "loss", scalar, no metadata, 1.0f
+  write_seed(dir, "describe_scalar",
+             head(3) + bytes({0, 0, 1, 4, 'l', 'o', 's', 's', 0, 0, 0, 0, 0x80, 0x3f}));
+  // one value: tag "h", histogram, plugin name "pn", then its numbers
+  write_seed(dir, "describe_histogram",
+             head(3) + bytes({0, 0, 1, 1, 'h', 1, 1, 2, 'p', 'n'}) + std::string(60, 1));
+  // a log message "\xc3\x28" (a broken two-byte sequence)
+  write_seed(dir, "describe_bad_utf8", head(4) + bytes({2, 0xc3, 0x28, 0, 0}));
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // libprotobuf logs each refused payload (invalid UTF-8) at ERROR level.
+  google::protobuf::SetLogHandler(nullptr);
+  if (const char* dir = std::getenv("QUERN_FUZZ_SEEDS_OUT")) {
+    write_seeds(dir);
+    std::exit(0);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0)
+    return 0;
+  if (data[0] % 2 == 0) {
+    check_payload({reinterpret_cast<const char*>(data + 1), size - 1});
+    return 0;
+  }
+  input in{data + 1, size - 1};
+  check_described(in);
+  return 0;
+}
