@@ -54,9 +54,10 @@ struct exit_watch {
   /// Tracks a quern actor of `sys` until it ends: `what` names it in
   /// reports ("FIFOQueue 'q'"); `stop` (optional) runs before the actors
   /// are ended at exit (a runner sets its stop flag, so that blocking ops
-  /// see should_stop()).
+  /// see should_stop()). `end_at_exit` false: only named, not ended (the
+  /// caller actor of a blocking handle ends with its handle).
   static void track(caf::actor_system& sys, const caf::actor& a, std::string what,
-                    std::function<void()> stop = {});
+                    std::function<void()> stop = {}, bool end_at_exit = true);
   /// Renames a tracked actor (a runner learns its queue's name late).
   static void rename(const caf::actor_addr& a, std::string what);
   /// The name a tracked actor was given, or `actor #<id>`.

@@ -95,7 +95,14 @@ public:
         return lease{pool_, std::move(a)};
       }
     }
-    return lease{pool_, std::make_unique<caf::scoped_actor>(*sys_)};
+    auto a = std::make_unique<caf::scoped_actor>(*sys_);
+    // Named in exit reports: a handle still alive when the actor system
+    // goes (made before it, or kept by a thread) keeps it from ending.
+    detail::exit_watch::track(*sys_, caf::actor_cast<caf::actor>(*a),
+                              "the caller actor of a blocking handle (a blocking_queue, "
+                              "coordinator or summary_writer that is still alive)",
+                              {}, false);
+    return lease{pool_, std::move(a)};
   }
 
   caf::actor_system& system() const noexcept { return *sys_; }

@@ -28,6 +28,7 @@ struct tracked {
   caf::actor_addr addr;
   std::string what;
   std::function<void()> stop;
+  bool end_at_exit = true;
 };
 
 /// What one thread is blocked in. Each thread owns one slot; the report
@@ -108,14 +109,15 @@ std::string name_locked(watch_state& st, const caf::actor_addr& a) {
 } // namespace
 
 void exit_watch::track(caf::actor_system& sys, const caf::actor& a, std::string what,
-                       std::function<void()> stop) {
+                       std::function<void()> stop, bool end_at_exit) {
   if (!a)
     return;
   auto id = a.id();
   {
     auto& st = state();
     std::lock_guard<std::mutex> guard{st.mtx};
-    st.actors[&sys][id] = tracked{a.address(), std::move(what), std::move(stop)};
+    st.actors[&sys][id] =
+        tracked{a.address(), std::move(what), std::move(stop), end_at_exit};
     st.owner[id] = &sys;
   }
   // Runs when the actor ends (at once if it already did).
@@ -237,7 +239,7 @@ void exit_watch::shut_down(caf::actor_system& sys) {
     if (t.stop)
       t.stop();
   for (auto& t : all)
-    if (auto a = caf::actor_cast<caf::actor>(t.addr))
+    if (auto a = t.end_at_exit ? caf::actor_cast<caf::actor>(t.addr) : caf::actor{})
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
