@@ -3,22 +3,29 @@
 #   make test   installs what is missing, builds, runs every test (plain and ASan+UBSan builds,
 #               and a few seconds of each libFuzzer target, docs/fuzzing.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)
+#   make tsan   builds the library and its tests with ThreadSanitizer and runs them
+#   make soak   runs quern_soak for SOAK_SECONDS (a pipeline under random failures and stops)
 
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 60
+TSAN_BUILD  ?= build-tsan
+SOAK_SECONDS ?= 300
 FUZZ_TARGETS = record_reader event_parser decode_csv queue_messages message_deserialize
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan build-fuzz demo test test-plain test-asan test-fuzz \
-        fuzz bench format clean
+.PHONY: all deps deps-fuzz build build-asan build-fuzz build-tsan demo test test-plain test-asan \
+        test-fuzz fuzz tsan soak bench format clean
 
 all: build
 
 deps:
 	@tools/install-deps.sh
+
+deps-fuzz:
+	@tools/install-deps.sh --fuzz
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -38,8 +45,14 @@ $(FUZZ_BUILD)/CMakeCache.txt:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DQUERN_FUZZ=ON $(CMAKE_FLAGS)
 
-build-fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
+build-fuzz: deps-fuzz $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+$(TSAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUERN_TSAN=ON $(CMAKE_FLAGS)
+
+build-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
 
 demo: build
 	tools/demo.sh $(BUILD)
@@ -68,6 +81,15 @@ fuzz: build-fuzz
 	    || exit 1; \
 	done
 
+# Every test under ThreadSanitizer; each suppression in tests/tsan.supp says why.
+tsan: build-tsan
+	cd $(TSAN_BUILD) && \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
+	  ctest --output-on-failure -j $(JOBS) --timeout 900
+
+soak: build
+	$(BUILD)/tests/quern_soak --seconds $(SOAK_SECONDS)
+
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
 
@@ -76,4 +98,4 @@ format:
 	  \( -name '*.hpp' -o -name '*.cpp' \) -print0 | xargs -0 clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages quern builds with, and only those that are missing.
 # Nothing is fetched when everything is already present.
+#   tools/install-deps.sh          what the library, examples and tests need
+#   tools/install-deps.sh --fuzz   also clang and libclang-rt-14-dev (libFuzzer's
+#                                  runtime) for the fuzz build (docs/fuzzing.md)
 set -euo pipefail
 
-# clang and libclang-rt-14-dev (libFuzzer's runtime, libclang_rt.fuzzer) are
-# for the fuzz build (make fuzz, make test-fuzz; docs/fuzzing.md).
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev clang libclang-rt-14-dev)
+          libboost-program-options-dev)
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
