@@ -67,13 +67,14 @@ TEST_CASE_METHOD(system_fixture,
 TEST_CASE_METHOD(system_fixture, "push_batch and batch_reader move batches in order",
                  "[batch][stream]") {
   auto q = int_queue(sys, 50);
+  int64_t stored = -1; // checked in the main thread: Catch2 is not thread-safe
   std::thread producer{[&] {
     queue_writer w{sys, q, 50};
     for (int64_t i = 0; i < 100; ++i)
       w.push_batch(i64s(range(i * 10, i * 10 + 10)));
     w.push(i64(1000)); // a single row after the batches
     w.flush();
-    CHECK(w.stored() == 1001);
+    stored = w.stored();
     blocking_queue{sys, q}.close();
   }};
   batch_reader r{sys, q, 10};
@@ -85,6 +86,7 @@ TEST_CASE_METHOD(system_fixture, "push_batch and batch_reader move batches in or
     seen.insert(seen.end(), v.begin(), v.end());
   }
   producer.join();
+  CHECK(stored == 1001);
   CHECK(seen == range(0, 1001));
   CHECK_THROWS_AS(r.pull(), out_of_range_error);
 }
