@@ -161,7 +161,7 @@ TEST_CASE_METHOD(system_fixture,
 }
 
 TEST_CASE_METHOD(system_fixture,
-                 "unpush withdraws the sender's pending push; rows stored stay stored",
+                 "unpush withdraws the sender's pending push and rows stored stay stored",
                  "[stream][stop]") {
   probe p{sys, int_fifo(sys, 2)};
   p.send(push_atom::value, std::vector<element>{i64(1), i64(2), i64(3), i64(4)});
@@ -182,9 +182,10 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(dequeue_values(p, 2) == std::vector<int64_t>{1, 2});
 }
 
-TEST_CASE_METHOD(system_fixture,
-                 "unpull withdraws the sender's waiting dequeues too; held rows go back",
-                 "[stream][stop]") {
+TEST_CASE_METHOD(
+    system_fixture,
+    "unpull withdraws the sender's waiting dequeues too and held rows go back",
+    "[stream][stop]") {
   probe p{sys, int_fifo(sys, 10)};
   p.enqueue(i64(1));
   p.enqueue(i64(2));
