@@ -39,55 +39,29 @@
 #include "quern/input/decode_csv.hpp"
 #include "quern/tensor.hpp"
 
+#define QUERN_FUZZ_TARGET "fuzz_decode_csv"
+#include "fuzz_support.hpp"
+
 namespace {
-
-[[noreturn]] void broken(const char* what, int line) {
-  std::fprintf(stderr, "fuzz_decode_csv: broken promise at line %d: %s\n", line, what);
-  std::fflush(stderr);
-  __builtin_trap();
-}
-
-#define PROMISE(cond)                                                                    \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      broken(#cond, __LINE__);                                                           \
-  } while (false)
 
 using quern::dtype;
 using quern::tensor;
 using quern::tensor_shape;
 
-class input {
-public:
-  input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
-  bool done() const { return pos_ >= size_; }
-  /// A string of up to max bytes: its length comes first.
-  std::string str(size_t max) {
-    auto n = u8() % (max + 1);
-    std::string s;
-    for (size_t i = 0; i < n && !done(); ++i)
-      s += static_cast<char>(u8());
-    return s;
-  }
-  /// The rest of the input, cut at 0xFF bytes.
-  std::vector<std::string> rest_split() {
-    std::vector<std::string> parts(1);
-    while (!done()) {
-      auto c = u8();
-      if (c == 0xFF)
-        parts.emplace_back();
-      else
-        parts.back() += static_cast<char>(c);
-    }
-    return parts;
-  }
+using quern::fuzz::input;
 
-private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+/// The rest of the input, cut at 0xFF bytes.
+std::vector<std::string> rest_split(input& in) {
+  std::vector<std::string> parts(1);
+  while (!in.done()) {
+    auto c = in.u8();
+    if (c == 0xFF)
+      parts.emplace_back();
+    else
+      parts.back() += static_cast<char>(c);
+  }
+  return parts;
+}
 
 /// The outcome of one call: the outputs, or the message of the
 /// invalid_argument_error it threw. Anything else breaks a promise.
@@ -109,9 +83,10 @@ outcome call(const tensor& records, const std::vector<tensor>& defaults,
     return r;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unexpected exception: %s\n", e.what());
-    broken("decode_csv threw something other than invalid_argument_error", __LINE__);
+    quern::fuzz::broken("decode_csv threw something other than invalid_argument_error",
+                        __LINE__);
   } catch (...) {
-    broken("decode_csv threw a non-exception", __LINE__);
+    quern::fuzz::broken("decode_csv threw a non-exception", __LINE__);
   }
   PROMISE(r.outputs->size() == defaults.size());
   for (size_t i = 0; i < defaults.size(); ++i) {
@@ -187,7 +162,7 @@ void check_anything(input& in) {
     for (size_t i = 0; i < n; ++i)
       select.push_back(static_cast<int8_t>(in.u8()));
   }
-  auto records = in.rest_split();
+  auto records = rest_split(in);
   if (records.size() > 4)
     records.resize(4);
 
@@ -217,7 +192,7 @@ void check_quoted(input& in) {
   if (delim == '"')
     delim = ',';
   auto pick = in.u8();
-  auto fields = in.rest_split();
+  auto fields = rest_split(in);
   if (fields.size() > 8)
     fields.resize(8);
   std::string record;

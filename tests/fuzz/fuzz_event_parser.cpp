@@ -39,19 +39,10 @@
 #include "quern/summary/event.hpp"
 #include "quern/summary/record.hpp"
 
+#define QUERN_FUZZ_TARGET "fuzz_event_parser"
+#include "fuzz_support.hpp"
+
 namespace {
-
-[[noreturn]] void broken(const char* what, int line) {
-  std::fprintf(stderr, "fuzz_event_parser: broken promise at line %d: %s\n", line, what);
-  std::fflush(stderr);
-  __builtin_trap();
-}
-
-#define PROMISE(cond)                                                                    \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      broken(#cond, __LINE__);                                                           \
-  } while (false)
 
 template <class T>
 bool same_bits(T a, T b) {
@@ -164,52 +155,21 @@ quern::summary_event normalized(const quern::summary_event& ev) {
 
 /// Reads the description of an event from the input, byte by byte; an
 /// exhausted input reads as zeros.
-class input {
-public:
-  input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-
-  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
-
-  template <class T>
-  T raw() {
-    T x{};
-    unsigned char bytes[sizeof(T)] = {};
-    for (auto& b : bytes)
-      b = u8();
-    std::memcpy(&x, bytes, sizeof(T));
-    return x;
-  }
-
-  /// A string of up to 31 bytes: its length comes first.
-  std::string str() {
-    size_t n = u8() % 32u;
-    std::string s;
-    for (size_t i = 0; i < n && pos_ < size_; ++i)
-      s += static_cast<char>(u8());
-    return s;
-  }
-
-  bool done() const { return pos_ >= size_; }
-
-private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+using quern::fuzz::input;
 
 quern::summary_value describe_value(input& in) {
   quern::summary_value v;
-  v.tag = in.str();
+  v.tag = in.str(31);
   v.kind = static_cast<quern::summary_kind>(in.u8() % 4);
   auto meta = in.u8();
   if (meta & 1)
-    v.plugin_name = in.str();
+    v.plugin_name = in.str(31);
   if (meta & 2)
-    v.plugin_content = in.str();
+    v.plugin_content = in.str(31);
   if (meta & 4)
-    v.display_name = in.str();
+    v.display_name = in.str(31);
   if (meta & 8)
-    v.description = in.str();
+    v.description = in.str(31);
   v.simple_value = in.raw<float>();
   switch (v.kind) {
   case quern::summary_kind::scalar:
@@ -231,7 +191,7 @@ quern::summary_value describe_value(input& in) {
     v.image.height = in.raw<int32_t>();
     v.image.width = in.raw<int32_t>();
     v.image.colorspace = in.raw<int32_t>();
-    v.image.encoded = in.str();
+    v.image.encoded = in.str(31);
     break;
   case quern::summary_kind::tensor: {
     size_t rank = in.u8() % 4u;
@@ -239,7 +199,7 @@ quern::summary_value describe_value(input& in) {
       v.shape.push_back(in.raw<int64_t>());
     size_t n = in.u8() % 4u;
     for (size_t i = 0; i < n; ++i)
-      v.strings.push_back(in.str());
+      v.strings.push_back(in.str(31));
     break;
   }
   }
@@ -252,8 +212,8 @@ quern::summary_event describe_event(input& in) {
   ev.step = in.raw<int64_t>();
   ev.what = static_cast<quern::event_kind>(in.u8() % 8);
   ev.code = in.raw<int32_t>();
-  ev.data = in.str();
-  ev.text = in.str();
+  ev.data = in.str(31);
+  ev.text = in.str(31);
   size_t n = in.u8() % 4u;
   for (size_t i = 0; i < n; ++i)
     ev.values.push_back(describe_value(in));
@@ -321,14 +281,7 @@ void check_described(input& in) {
 
 void write_seed(const std::string& dir, const std::string& name,
                 const std::string& bytes) {
-  auto path = dir + "/" + name;
-  auto* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  quern::fuzz::write_file(dir + "/" + name, bytes);
 }
 
 /// Seeds of both forms: payloads of every kind of event, and descriptions.

@@ -50,27 +50,10 @@
 #include "quern/summary.hpp"
 #include "quern/tensor.hpp"
 
+#define QUERN_FUZZ_TARGET "fuzz_message_deserialize"
+#include "fuzz_support.hpp"
+
 namespace {
-
-[[noreturn]] void broken(const char* what, int line) {
-  std::fprintf(stderr, "fuzz_message_deserialize: broken promise at line %d: %s\n", line,
-               what);
-  std::fflush(stderr);
-  __builtin_trap();
-}
-
-#define PROMISE(cond)                                                                    \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      broken(#cond, __LINE__);                                                           \
-  } while (false)
-
-caf::actor_system& fuzz_system() {
-  // Created once, never destroyed: libFuzzer exits without unwinding.
-  static auto* cfg = new quern::config;
-  static auto* sys = new caf::actor_system{*cfg};
-  return *sys;
-}
 
 using buffer = std::vector<char>;
 
@@ -167,7 +150,7 @@ private:
 
 template <class T>
 bool holds_infinity(T& x) {
-  infinity_finder f{fuzz_system()};
+  infinity_finder f{quern::fuzz::system()};
   PROMISE(!f(x));
   return f.found;
 }
@@ -175,10 +158,11 @@ bool holds_infinity(T& x) {
 template <class T>
 buffer serialise(T& x) {
   buffer buf;
-  caf::binary_serializer sink{fuzz_system(), buf};
+  caf::binary_serializer sink{quern::fuzz::system(), buf};
   auto err = sink(x);
   if (err)
-    std::fprintf(stderr, "serialising failed: %s\n", fuzz_system().render(err).c_str());
+    std::fprintf(stderr, "serialising failed: %s\n",
+                 quern::fuzz::system().render(err).c_str());
   PROMISE(!err);
   return buf;
 }
@@ -187,7 +171,7 @@ template <class T>
 void round_trip(const char* data, size_t size) {
   T x;
   {
-    caf::binary_deserializer source{fuzz_system(), data, size};
+    caf::binary_deserializer source{quern::fuzz::system(), data, size};
     if (auto err = source(x)) {
       if (err.category() == quern::error_category)
         PROMISE(quern::is(err, quern::error_code::invalid_argument));
@@ -199,10 +183,11 @@ void round_trip(const char* data, size_t size) {
     return; // CAF 0.17 would never return (see the top of this file)
   auto first = serialise(x);
   T y;
-  caf::binary_deserializer source{fuzz_system(), first};
+  caf::binary_deserializer source{quern::fuzz::system(), first};
   auto err = source(y);
   if (err)
-    std::fprintf(stderr, "reading back failed: %s\n", fuzz_system().render(err).c_str());
+    std::fprintf(stderr, "reading back failed: %s\n",
+                 quern::fuzz::system().render(err).c_str());
   PROMISE(!err);
   PROMISE(source.remaining() == 0);
   check(y);
@@ -246,15 +231,9 @@ constexpr size_t num_types = sizeof(types) / sizeof(types[0]);
 template <class T>
 void write_seed(const std::string& dir, size_t type_index, const std::string& name, T x) {
   auto bytes = serialise(x);
-  auto path = dir + "/" + name;
-  auto* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fputc(static_cast<int>(type_index), f);
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  quern::fuzz::write_file(dir + "/" + name,
+                          std::string(1, static_cast<char>(type_index)) +
+                              std::string(bytes.begin(), bytes.end()));
 }
 
 void write_seeds(const std::string& dir) {
@@ -331,7 +310,7 @@ void write_seeds(const std::string& dir) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz_system();
+  quern::fuzz::system();
   if (const char* dir = std::getenv("QUERN_FUZZ_SEEDS_OUT")) {
     write_seeds(dir);
     std::exit(0);

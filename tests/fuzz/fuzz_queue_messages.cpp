@@ -54,44 +54,17 @@
 #include "quern/messages.hpp"
 #include "quern/queue.hpp"
 
+#define QUERN_FUZZ_TARGET "fuzz_queue_messages"
+#include "fuzz_support.hpp"
+
 namespace {
 
-[[noreturn]] void broken(const char* what, int line) {
-  std::fprintf(stderr, "fuzz_queue_messages: broken promise at line %d: %s\n", line,
-               what);
-  std::fflush(stderr);
-  __builtin_trap();
-}
-
-#define PROMISE(cond)                                                                    \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      broken(#cond, __LINE__);                                                           \
-  } while (false)
-
 using namespace quern;
-
-caf::actor_system& fuzz_system() {
-  // Created once, never destroyed: libFuzzer exits without unwinding.
-  static auto* cfg = new quern::config;
-  static auto* sys = new caf::actor_system{*cfg};
-  return *sys;
-}
 
 constexpr auto answer_bound = std::chrono::seconds(10);
 constexpr caf::timespan no_wait{0};
 
-class input {
-public:
-  input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
-  bool done() const { return pos_ >= size_; }
-
-private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+using quern::fuzz::input;
 
 // -- rows -------------------------------------------------------------------------
 
@@ -364,7 +337,7 @@ struct answer {
 
 class client {
 public:
-  explicit client(queue_actor q) : self_(fuzz_system()), q_(std::move(q)) {}
+  explicit client(queue_actor q) : self_(quern::fuzz::system()), q_(std::move(q)) {}
 
   template <class... Ts>
   void send(Ts&&... xs) {
@@ -416,7 +389,8 @@ public:
         },
         caf::after(answer_bound) >> [&] { got = false; });
     if (!got)
-      broken("no answer from the queue within 10 s (a lost reply)", __LINE__);
+      quern::fuzz::broken("no answer from the queue within 10 s (a lost reply)",
+                          __LINE__);
     return a;
   }
 
@@ -876,10 +850,10 @@ std::optional<queue_under_test> make_queue(input& in) {
     o.seed2 = 1 + in.u8() % 4;
   }
   try {
-    q.handle = spawn_queue(fuzz_system(), q.kind, o);
+    q.handle = spawn_queue(quern::fuzz::system(), q.kind, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spawn_queue refused a valid spec: %s\n", e.what());
-    broken("spawn_queue refused a valid spec", __LINE__);
+    quern::fuzz::broken("spawn_queue refused a valid spec", __LINE__);
   }
   return q;
 }
@@ -892,10 +866,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     client c{q->handle};
     c.send(spec_atom::value);
-    c.self()->receive([&](queue_spec& s) { q->spec = std::move(s); },
-                      [&](caf::error&) { broken("spec failed", __LINE__); },
-                      caf::after(answer_bound) >>
-                          [&] { broken("no answer to spec within 10 s", __LINE__); });
+    c.self()->receive(
+        [&](queue_spec& s) { q->spec = std::move(s); },
+        [&](caf::error&) { quern::fuzz::broken("spec failed", __LINE__); },
+        caf::after(answer_bound) >>
+            [&] { quern::fuzz::broken("no answer to spec within 10 s", __LINE__); });
   }
   driver d{*q, in};
   d.run();

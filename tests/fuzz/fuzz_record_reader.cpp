@@ -43,19 +43,10 @@
 #include "quern/summary/reader.hpp"
 #include "quern/summary/record.hpp"
 
+#define QUERN_FUZZ_TARGET "fuzz_record_reader"
+#include "fuzz_support.hpp"
+
 namespace {
-
-[[noreturn]] void broken(const char* what, int line) {
-  std::fprintf(stderr, "fuzz_record_reader: broken promise at line %d: %s\n", line, what);
-  std::fflush(stderr);
-  __builtin_trap();
-}
-
-#define PROMISE(cond)                                                                    \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      broken(#cond, __LINE__);                                                           \
-  } while (false)
 
 /// A temporary file for this process, removed at exit.
 std::string temp_file;
@@ -76,18 +67,7 @@ const std::string& temp_path() {
   return temp_file;
 }
 
-void write_file(const std::string& path, std::string_view bytes) {
-  auto* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::perror("fopen");
-    std::abort();
-  }
-  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
-    std::perror("fwrite");
-    std::abort();
-  }
-  std::fclose(f);
-}
+using quern::fuzz::write_file;
 
 bool same_error(const caf::error& a, const caf::error& b) {
   if (!a || !b)
