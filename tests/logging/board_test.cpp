@@ -21,9 +21,11 @@ struct run_result {
   std::string err;
 };
 
-run_result board(const std::string& args, const std::string& scratch) {
+/// Runs quern-board with `args` (behind `prefix`, a command that runs it).
+run_result board(const std::string& args, const std::string& scratch,
+                 const std::string& prefix = "") {
   auto err_file = scratch + "/stderr.txt";
-  auto cmd = std::string(QUERN_BOARD_PATH) + " " + args + " 2>" + err_file;
+  auto cmd = prefix + QUERN_BOARD_PATH + " " + args + " 2>" + err_file;
   run_result r;
   auto* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -194,20 +196,7 @@ run_result board_unprivileged(const std::string& args, const std::string& scratc
   if (::geteuid() != 0)
     return board(args, scratch);
   REQUIRE(std::system("command -v setpriv >/dev/null") == 0);
-  auto cmd = std::string("setpriv --reuid=65534 --regid=65534 --clear-groups ") +
-             QUERN_BOARD_PATH + " " + args;
-  auto err_file = scratch + "/stderr.txt";
-  run_result r;
-  auto* p = ::popen((cmd + " 2>" + err_file).c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
-    r.out.append(buf, n);
-  auto st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = test::read_file(err_file);
-  return r;
+  return board(args, scratch, "setpriv --reuid=65534 --regid=65534 --clear-groups ");
 }
 
 } // namespace
