@@ -49,12 +49,16 @@ private:
   std::vector<piece> pieces_;
 };
 
-/// Rows a run took from an upstream queue: single rows, or one batch.
+/// Rows a run took from an upstream queue: single rows, one batch, or rows
+/// kept flat (their components in one vector, `width` per row: one
+/// allocation for a whole pull instead of one per row).
 struct taken_rows {
   queue_actor from;
-  std::vector<element> rows; // !is_batch
+  std::vector<element> rows; // !is_batch, width == 0
   element batch;             // is_batch
   bool is_batch = false;
+  std::vector<tensor> flat; // width > 0
+  size_t width = 0;
   /// The rows, in order (a batch split into row views).
   std::vector<element> to_rows() &&;
 };

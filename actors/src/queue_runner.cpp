@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -95,7 +96,24 @@ struct async_worker_access {
   static void took(async_run& r, const std::vector<element>& rows) {
     taken_rows t;
     t.from = r.pull_from_;
-    t.rows = rows;
+    // Kept flat: one allocation per pull, not one per row (a queue's rows
+    // all have its number of components).
+    t.width = rows.front().size();
+    if (t.width == 0) {
+      t.rows = rows;
+      r.taken_.push_back(std::move(t));
+      return;
+    }
+    t.flat.reserve(rows.size() * t.width);
+    for (auto& e : rows) {
+      if (e.size() != t.width) { // cannot happen for rows of one queue
+        t.flat.clear();
+        t.width = 0;
+        t.rows = rows;
+        break;
+      }
+      t.flat.insert(t.flat.end(), e.components.begin(), e.components.end());
+    }
     r.taken_.push_back(std::move(t));
   }
   static void took_batch(async_run& r, const element& batch) {
@@ -182,6 +200,15 @@ void run_output::add_batch(element batch) {
 }
 
 std::vector<element> taken_rows::to_rows() && {
+  if (width > 0) {
+    std::vector<element> out;
+    out.reserve(flat.size() / width);
+    for (size_t i = 0; i + width <= flat.size(); i += width)
+      out.emplace_back(
+          std::vector<tensor>(std::make_move_iterator(flat.begin() + i),
+                              std::make_move_iterator(flat.begin() + i + width)));
+    return out;
+  }
   if (!is_batch)
     return std::move(rows);
   std::vector<element> out;
