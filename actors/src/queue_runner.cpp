@@ -514,6 +514,16 @@ void run_failed(caf::event_based_actor* self, push_pipe& p, caf::error err) {
   }
 }
 
+/// Schedules the next run if the pipe has room for it and none is
+/// scheduled (always through the mailbox, so that a pending stop is seen
+/// first and the stack does not grow).
+void schedule_run(caf::event_based_actor* self, push_pipe& p) {
+  if (p.may_run() && !p.run_scheduled) {
+    p.run_scheduled = true;
+    self->send(self, worker_run_atom::value);
+  }
+}
+
 /// After a run: push its rows, then end or schedule the next run (always
 /// through the mailbox, so that a pending stop is seen first and the stack
 /// does not grow).
@@ -543,10 +553,7 @@ void after_run(caf::event_based_actor* self, push_pipe& p, detail::run_output& o
     try_finish(self, p, false);
     return;
   }
-  if (p.may_run() && !p.run_scheduled) {
-    p.run_scheduled = true;
-    self->send(self, worker_run_atom::value);
-  }
+  schedule_run(self, p);
 }
 
 /// A run's pushes are all acknowledged: if the queue refused all of it, its
@@ -713,10 +720,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn, queue_act
           async_wind_down(self, *st.pipe.finish);
           return;
         }
-        if (st.pipe.may_run() && !st.pipe.run_scheduled) {
-          st.pipe.run_scheduled = true;
-          self->send(self, worker_run_atom::value);
-        }
+        schedule_run(self, st.pipe);
       },
       [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
         auto& r = self->state.run;
@@ -819,10 +823,7 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
           try_finish(self, st.pipe, false);
           return;
         }
-        if (st.pipe.may_run() && !st.pipe.run_scheduled) {
-          st.pipe.run_scheduled = true;
-          self->send(self, worker_run_atom::value);
-        }
+        schedule_run(self, st.pipe);
       },
       [self](stop_atom) {
         wind_down(self, self->state.pipe,
