@@ -6,8 +6,10 @@
 #                                  runtime) for the fuzz build (docs/fuzzing.md)
 set -euo pipefail
 
+# libjs-dygraphs: the charts quern-board embeds in its pages;
+# chromium-headless-shell and nodejs: the browser tests of those pages.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev)
+          libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs)
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang libclang-rt-14-dev)
 fi

@@ -1,7 +1,43 @@
-# quern-board: inspect event files and export their scalars (tools/quern_board/).
+# quern-board: inspect event files, export their scalars, and chart them as
+# one self-contained HTML page or on 127.0.0.1 (tools/quern_board/).
 find_package(Boost REQUIRED COMPONENTS program_options)
-file(GLOB quern_board_sources CONFIGURE_DEPENDS
-     ${CMAKE_CURRENT_LIST_DIR}/quern_board/*.cpp)
-add_executable(quern-board ${quern_board_sources})
+find_package(Threads REQUIRED)
+
+# The charts are drawn with Debian's libjs-dygraphs, embedded into the
+# binary so that every page is one file that needs no network.
+set(QUERN_DYGRAPHS_DIR /usr/share/javascript/dygraphs CACHE PATH
+    "Where Debian's libjs-dygraphs package installs dygraph.min.js")
+foreach(f dygraph.min.js dygraph.min.css)
+  if(NOT EXISTS ${QUERN_DYGRAPHS_DIR}/${f})
+    message(FATAL_ERROR
+      "quern-board needs ${QUERN_DYGRAPHS_DIR}/${f} from Debian's libjs-dygraphs "
+      "package: install it with `apt-get install libjs-dygraphs` "
+      "(tools/install-deps.sh does), or set QUERN_DYGRAPHS_DIR")
+  endif()
+endforeach()
+
+set(quern_board_dir ${CMAKE_CURRENT_LIST_DIR}/quern_board)
+set(quern_board_embedded ${CMAKE_CURRENT_BINARY_DIR}/quern_board_embedded.cpp)
+set(quern_board_embed_inputs
+    dygraph_js=${QUERN_DYGRAPHS_DIR}/dygraph.min.js
+    dygraph_css=${QUERN_DYGRAPHS_DIR}/dygraph.min.css
+    page_js=${quern_board_dir}/page/page.js
+    page_css=${quern_board_dir}/page/page.css)
+# '|' separates the inputs: a ';' would not survive the command line.
+string(REPLACE ";" "|" quern_board_embed_inputs_arg "${quern_board_embed_inputs}")
+add_custom_command(
+  OUTPUT ${quern_board_embedded}
+  COMMAND ${CMAKE_COMMAND} -DOUTPUT=${quern_board_embedded}
+          -DINPUTS=${quern_board_embed_inputs_arg} -P ${quern_board_dir}/embed.cmake
+  DEPENDS ${quern_board_dir}/embed.cmake ${QUERN_DYGRAPHS_DIR}/dygraph.min.js
+          ${QUERN_DYGRAPHS_DIR}/dygraph.min.css ${quern_board_dir}/page/page.js
+          ${quern_board_dir}/page/page.css
+  COMMENT "Embedding dygraphs and the quern-board page"
+  VERBATIM)
+
+file(GLOB quern_board_sources CONFIGURE_DEPENDS ${quern_board_dir}/*.cpp)
+add_executable(quern-board ${quern_board_sources} ${quern_board_embedded})
+target_include_directories(quern-board PRIVATE ${quern_board_dir})
+# Boost.Beast and Boost.Asio are header-only (libboost1.74-dev).
 target_link_libraries(quern-board PRIVATE quern::logging Boost::program_options
-                                          quern_warnings)
+                                          Boost::headers Threads::Threads quern_warnings)

@@ -76,20 +76,20 @@ TEST_CASE("quern-board export prints the scalars as csv and json", "[board]") {
   CHECK(csv.status == 0);
   CHECK(csv.err.empty());
   CHECK(csv.out == "run,tag,step,wall_time,value\n"
-                   "a,loss,0,1700000000.000000,10\n"
-                   "a,loss,1,1700000001.000000,9\n"
-                   "a,loss,2,1700000002.000000,8\n"
-                   "a,loss,3,1700000003.000000,7\n"
-                   "a,loss,4,1700000004.000000,6\n"
-                   "b/c,acc,1,1700000001.250000,0.5\n"
-                   "b/c,acc,2,1700000002.500000,0.75\n");
+                   "a,loss,0,1700000000,10\n"
+                   "a,loss,1,1700000001,9\n"
+                   "a,loss,2,1700000002,8\n"
+                   "a,loss,3,1700000003,7\n"
+                   "a,loss,4,1700000004,6\n"
+                   "b/c,acc,1,1700000001.25,0.5\n"
+                   "b/c,acc,2,1700000002.5,0.75\n");
   auto json = board("export " + (dir / "logs") + " --tag acc --format json", dir.path());
   CHECK(json.status == 0);
   CHECK(json.out == "[\n"
                     "  {\"run\": \"b/c\", \"tag\": \"acc\", \"step\": 1, \"wall_time\": "
-                    "1700000001.250000, \"value\": 0.5},\n"
+                    "1700000001.25, \"value\": 0.5},\n"
                     "  {\"run\": \"b/c\", \"tag\": \"acc\", \"step\": 2, \"wall_time\": "
-                    "1700000002.500000, \"value\": 0.75}\n"
+                    "1700000002.5, \"value\": 0.75}\n"
                     "]\n");
 }
 
@@ -127,9 +127,9 @@ TEST_CASE("quern-board reports a damaged file after printing what was readable",
   auto r = board("export " + (dir / "logs") + " --tag loss", dir.path());
   CHECK(r.status == 2);
   CHECK(r.out == "run,tag,step,wall_time,value\n"
-                 "a,loss,0,1700000000.000000,10\n"
-                 "a,loss,1,1700000001.000000,9\n"
-                 "a,loss,2,1700000002.000000,8\n");
+                 "a,loss,0,1700000000,10\n"
+                 "a,loss,1,1700000001,9\n"
+                 "a,loss,2,1700000002,8\n");
   CHECK(r.err == "quern-board: " + path + ": DataLoss: truncated record at " +
                      std::to_string(cut + 12) + " (4 records read before it)\n");
   auto bad = bytes;
@@ -176,15 +176,15 @@ TEST_CASE("quern-board export quotes awkward tags in csv and json", "[board]") {
   auto csv = board("export " + (dir / "logs"), dir.path());
   CHECK(csv.status == 0);
   CHECK(csv.out == "run,tag,step,wall_time,value\n"
-                   ".,\"a,\"\"b\"\"\",1,2.000000,1.5\n"
-                   ".,tab\there,2,2.000000,-0\n");
+                   ".,\"a,\"\"b\"\"\",1,2,1.5\n"
+                   ".,tab\there,2,2,-0\n");
   auto json = board("export " + (dir / "logs") + " -f json", dir.path());
   CHECK(json.status == 0);
   CHECK(json.out == "[\n"
                     "  {\"run\": \".\", \"tag\": \"a,\\\"b\\\"\", \"step\": 1, "
-                    "\"wall_time\": 2.000000, \"value\": 1.5},\n"
+                    "\"wall_time\": 2, \"value\": 1.5},\n"
                     "  {\"run\": \".\", \"tag\": \"tab\\there\", \"step\": 2, "
-                    "\"wall_time\": 2.000000, \"value\": -0}\n"
+                    "\"wall_time\": 2, \"value\": -0}\n"
                     "]\n");
 }
 
@@ -234,4 +234,93 @@ TEST_CASE("quern-board names a folder it may not read instead of skipping it",
   CHECK(root.err ==
         "quern-board: cannot read log directory '" + logs + "': Permission denied\n");
   fs::permissions(logs, fs::perms::owner_all);
+}
+
+TEST_CASE("quern-board export prints wall times exactly and runs by start time",
+          "[board]") {
+  temp_dir dir;
+  auto logs = dir / "logs";
+  // "z" starts first, "a" later, "m" has no readable event: TensorBoard's
+  // order is z, a, m (by start time, runs without one last).
+  std::filesystem::create_directories(logs + "/z");
+  std::filesystem::create_directories(logs + "/a");
+  std::filesystem::create_directories(logs + "/m");
+  event_file_writer z;
+  REQUIRE(!z.create_at(logs + "/z/events.out.tfevents.1.h", 1600000000.1, false));
+  z.append(scalar_event{1600000000.123456789, 1, "x", 1.0f});
+  z.append(scalar_event{0.1, 2, "x", 2.0f});
+  REQUIRE(!z.close(false));
+  event_file_writer a;
+  REQUIRE(!a.create_at(logs + "/a/events.out.tfevents.2.h", 1700000000, false));
+  a.append(scalar_event{1700000000.000001, 1, "x", 3.0f});
+  REQUIRE(!a.close(false));
+  test::write_file(logs + "/m/events.out.tfevents.3.h", "");
+  auto csv = board("export " + logs, dir.path());
+  CHECK(csv.status == 0);
+  CHECK(csv.out == "run,tag,step,wall_time,value\n"
+                   "z,x,1,1600000000.1234567,1\n"
+                   "z,x,2,0.1,2\n"
+                   "a,x,1,1700000000.000001,3\n");
+  auto only = board("export " + logs + " --run a", dir.path());
+  CHECK(only.out == "run,tag,step,wall_time,value\na,x,1,1700000000.000001,3\n");
+  auto unknown = board("export " + logs + " --run nope", dir.path());
+  CHECK(unknown.status == 1);
+  CHECK(unknown.err.find("no run 'nope'") != std::string::npos);
+  auto inspect = board("inspect " + logs, dir.path());
+  auto pz = inspect.out.find("Run: z\n"), pa = inspect.out.find("Run: a\n"),
+       pm = inspect.out.find("Run: m\n");
+  CHECK(pz < pa);
+  CHECK(pa < pm);
+  CHECK(pm != std::string::npos);
+}
+
+TEST_CASE("quern-board has help per command and names a LOGDIR that is a file",
+          "[board]") {
+  temp_dir dir;
+  for (auto cmd : {"inspect", "export", "html", "serve"}) {
+    auto help = board(std::string(cmd) + " --help", dir.path());
+    CHECK(help.status == 0);
+    CHECK(help.out.find(std::string("quern-board ") + cmd + " LOGDIR") !=
+          std::string::npos);
+  }
+  auto html_help = board("html --help", dir.path());
+  CHECK(html_help.out.find("--output") != std::string::npos);
+  auto serve_help = board("serve --help", dir.path());
+  CHECK(serve_help.out.find("--port") != std::string::npos);
+  test::write_file(dir / "file", "x");
+  for (auto cmd : {"inspect", "export", "html", "serve"}) {
+    auto r = board(std::string(cmd) + " " + (dir / "file"), dir.path());
+    CHECK(r.status == 1);
+    CHECK(r.err == "quern-board: cannot read log directory '" + (dir / "file") +
+                       "': Not a directory\n");
+  }
+  auto none = board("html " + (dir / "missing"), dir.path());
+  CHECK(none.status == 1);
+  CHECK(none.err.find("No such file or directory") != std::string::npos);
+  std::filesystem::create_directories(dir / "empty");
+  auto empty = board("serve " + (dir / "empty"), dir.path());
+  CHECK(empty.status == 1);
+  CHECK(empty.err.find("no event files") != std::string::npos);
+  auto port = board("serve " + (dir / "empty") + " --port 70000", dir.path());
+  CHECK(port.status == 1);
+  CHECK(port.err.find("not a TCP port") != std::string::npos);
+  auto nocmd = board("", dir.path());
+  CHECK(nocmd.status == 1);
+  CHECK(nocmd.err.find("missing command") != std::string::npos);
+}
+
+TEST_CASE("quern-board html writes the same page twice, into LOGDIR by default",
+          "[board]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  auto first = board("html " + (dir / "logs"), dir.path());
+  CHECK(first.status == 0);
+  CHECK(first.out.find("wrote " + (dir / "logs/index.html")) != std::string::npos);
+  auto page = test::read_file(dir / "logs/index.html");
+  auto second = board("html " + (dir / "logs") + " -o -", dir.path());
+  CHECK(second.status == 0);
+  CHECK(second.out == page);
+  CHECK(page.find("<!DOCTYPE html>") == 0);
+  CHECK(page.find("default-src 'none'") != std::string::npos);
+  CHECK(page.find("\"name\":\"b/c\"") != std::string::npos);
 }

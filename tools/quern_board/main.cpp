@@ -1,17 +1,19 @@
-// quern-board: a command-line viewer of TensorBoard event files.
+// quern-board: a viewer of TensorBoard event files.
 //
-//   quern-board inspect LOGDIR [--tag T]...
-//       runs (sub-folders holding event files), their files, tags, event
-//       counts, step ranges, first and last values, and any corrupt or
-//       truncated record (like `tensorboard --inspect`)
-//   quern-board export LOGDIR [--tag T]... [--format csv|json]
-//       the scalars as a table: run, tag, step, wall_time, value
+//   quern-board inspect LOGDIR   runs, files, tags, counts, step ranges, first
+//                                and last values, damaged records
+//   quern-board export LOGDIR    the scalars as a table (csv or json)
+//   quern-board html LOGDIR      one self-contained HTML page of charts
+//   quern-board serve LOGDIR     the same page on 127.0.0.1, kept up to date
 //
 // Exit status: 0 success; 1 bad usage or an unreadable / empty log
-// directory; 2 a damaged event file (everything readable is still printed).
+// directory; 2 a damaged event file (everything readable is still used).
 
-#include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -20,10 +22,15 @@
 
 #include <boost/program_options.hpp>
 
+#include "logdir.hpp"
+#include "page.hpp"
 #include "quern/error.hpp"
-#include "quern/summary/reader.hpp"
+#include "serve.hpp"
+#include "tables.hpp"
 
 namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace quern::board;
 
 namespace {
 
@@ -31,306 +38,114 @@ constexpr int exit_usage = 1;
 constexpr int exit_damaged = 2;
 
 const char* usage_text =
-    "Usage:\n"
-    "  quern-board inspect LOGDIR [--tag T]...\n"
-    "  quern-board export LOGDIR [--tag T]... [--format csv|json]\n"
+    "Usage: quern-board COMMAND LOGDIR [options]\n"
     "\n"
-    "inspect  runs (sub-folders with event files), tags, event counts, step\n"
-    "         ranges, first and last values, and any damaged record\n"
-    "export   the scalars as a table (run, tag, step, wall_time, value)\n"
+    "  inspect  runs (sub-folders with event files), tags, event counts, step\n"
+    "           ranges, first and last values, and any damaged record\n"
+    "  export   the scalars as a table (run, tag, step, wall_time, value)\n"
+    "  html     one self-contained HTML page of charts (no server, no network)\n"
+    "  serve    the same page on http://127.0.0.1:PORT/, updated as files grow\n"
     "\n"
+    "quern-board COMMAND --help shows a command's options.\n"
     "Exit status: 0 ok, 1 bad input, 2 a damaged event file (what was\n"
-    "readable is printed first).\n";
+    "readable is used first).\n";
 
-std::string format_number(double x, const char* fmt = "%.9g") {
-  if (std::isnan(x))
-    return "nan";
-  if (std::isinf(x))
-    return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, x);
-  return buf;
-}
-
-const char* kind_name(quern::summary_kind k) {
-  switch (k) {
-  case quern::summary_kind::scalar:
-    return "scalars";
-  case quern::summary_kind::histogram:
-    return "histograms";
-  case quern::summary_kind::image:
-    return "images";
-  case quern::summary_kind::tensor:
-    return "tensors";
-  }
-  return "other";
-}
-
-struct tag_stats {
-  quern::summary_kind kind = quern::summary_kind::scalar;
-  size_t count = 0;
-  int64_t min_step = 0;
-  int64_t max_step = 0;
-  int64_t first_step = 0;
-  int64_t last_step = 0;
-  double first_value = 0;
-  double last_value = 0;
-  size_t out_of_order = 0;
-  std::string plugin;
+struct command_info {
+  const char* usage;
+  const char* about;
 };
 
-struct file_report {
-  std::string path;
-  size_t records = 0;
-  std::string version;
-  caf::error error;
+const std::map<std::string, command_info> commands = {
+    {"inspect",
+     {"quern-board inspect LOGDIR [--run R]... [--tag T]...",
+      "Lists each run (a folder holding event files, in TensorBoard's order: by\n"
+      "start time), its files, its tags by kind with event counts, step ranges,\n"
+      "first and last values, out-of-order steps, and damaged records.\n"}},
+    {"export",
+     {"quern-board export LOGDIR [--run R]... [--tag T]... [--format csv|json]",
+      "Prints every scalar: run, tag, step, wall_time (exact: the shortest\n"
+      "decimal that reads back the same double), value (nine significant\n"
+      "digits: the exact float). Runs in TensorBoard's order (by start time),\n"
+      "events in file order.\n"}},
+    {"html",
+     {"quern-board html LOGDIR [-o FILE] [--run R]... [--tag T]...",
+      "Writes one HTML file (default LOGDIR/index.html; '-' for stdout) that\n"
+      "opens from disk with no server and no network: a chart per tag with\n"
+      "every run overlaid, TensorBoard's smoothing, filters and axes,\n"
+      "histograms, text and images, each series as CSV (the same bytes as\n"
+      "export), and the damage inspect reports. The same LOGDIR gives the same\n"
+      "file.\n"}},
+    {"serve",
+     {"quern-board serve LOGDIR [--port N] [--reload SECONDS]",
+      "Serves the html page on http://127.0.0.1:N/ (only there: it has no\n"
+      "authentication); the page asks for new events every --reload seconds.\n"
+      "Routes: / (the page), /data, /export.csv?run=R&tag=T, /logdir/<file>.\n"
+      "Ctrl-C (SIGINT) or SIGTERM stops it.\n"}},
 };
 
-struct run_report {
-  std::string run;
-  std::vector<file_report> files;
-  std::map<std::string, tag_stats> tags;
-  std::map<std::string, size_t> other_events; // session logs, log messages, graphs
-  bool damaged = false;
-};
-
-bool wanted(const std::set<std::string>& tags, const std::string& tag) {
-  return tags.empty() || tags.count(tag) > 0;
-}
-
-const char* event_kind_name(quern::event_kind k, int32_t code) {
-  using quern::event_kind;
-  switch (k) {
-  case event_kind::graph_def:
-    return "graph";
-  case event_kind::meta_graph_def:
-    return "meta_graph";
-  case event_kind::log_message:
-    return "log_message";
-  case event_kind::session_log:
-    return code == 1   ? "sessionlog:start"
-           : code == 2 ? "sessionlog:stop"
-           : code == 3 ? "sessionlog:checkpoint"
-                       : "sessionlog";
-  case event_kind::tagged_run_metadata:
-    return "run_metadata";
-  case event_kind::none:
-    return "empty";
-  default:
-    return "other";
-  }
-}
-
-/// Reads every file of every run; reports damage on stderr as it goes.
-std::vector<run_report> read_runs(const std::vector<quern::run_files>& runs,
-                                  const std::set<std::string>& tags,
-                                  std::vector<quern::event_file_contents>* keep) {
-  std::vector<run_report> result;
-  for (auto& r : runs) {
-    run_report rep;
-    rep.run = r.run;
-    for (auto& path : r.files) {
-      auto contents = quern::read_event_file(path);
-      file_report f;
-      f.path = path;
-      f.records = contents.events.size();
-      f.error = contents.error;
-      for (auto& ev : contents.events) {
-        if (ev.what == quern::event_kind::file_version) {
-          f.version = ev.data;
-          continue;
-        }
-        if (ev.what != quern::event_kind::summary) {
-          ++rep.other_events[event_kind_name(ev.what, ev.code)];
-          continue;
-        }
-        for (auto& v : ev.values) {
-          if (!wanted(tags, v.tag))
-            continue;
-          auto& st = rep.tags[v.tag];
-          double value = v.kind == quern::summary_kind::scalar      ? v.simple_value
-                         : v.kind == quern::summary_kind::histogram ? v.histo.num
-                                                                    : 0.0;
-          if (st.count == 0) {
-            st.kind = v.kind;
-            st.min_step = st.max_step = st.first_step = ev.step;
-            st.first_value = value;
-          } else if (ev.step < st.last_step) {
-            ++st.out_of_order;
-          }
-          if (!v.plugin_name.empty())
-            st.plugin = v.plugin_name;
-          ++st.count;
-          st.min_step = std::min(st.min_step, ev.step);
-          st.max_step = std::max(st.max_step, ev.step);
-          st.last_step = ev.step;
-          st.last_value = value;
-        }
-      }
-      if (f.error)
-        rep.damaged = true;
-      rep.files.push_back(std::move(f));
-      if (keep)
-        keep->push_back(std::move(contents));
-    }
-    result.push_back(std::move(rep));
-  }
-  return result;
-}
-
-void report_damage(const std::vector<run_report>& reports) {
-  for (auto& rep : reports)
-    for (auto& f : rep.files)
-      if (f.error)
-        std::cerr << "quern-board: " << f.path << ": " << quern::render(f.error) << " ("
-                  << f.records << " record" << (f.records == 1 ? "" : "s")
-                  << " read before it)\n";
-}
-
-bool any_damage(const std::vector<run_report>& reports) {
-  for (auto& rep : reports)
-    if (rep.damaged)
-      return true;
-  return false;
-}
-
-int inspect(const std::string& logdir, const std::vector<quern::run_files>& runs,
-            const std::set<std::string>& tags) {
-  auto reports = read_runs(runs, tags, nullptr);
-  std::cout << "Log directory: " << logdir << "\n";
-  for (auto& rep : reports) {
-    std::cout << "\nRun: " << rep.run << "\n";
-    for (auto& f : rep.files) {
-      std::cout << "  file " << f.path << ": " << f.records << " record"
-                << (f.records == 1 ? "" : "s");
-      if (!f.version.empty())
-        std::cout << ", " << f.version;
-      if (f.error)
-        std::cout << ", DAMAGED: " << quern::render(f.error);
-      std::cout << "\n";
-    }
-    std::map<std::string, std::vector<const std::pair<const std::string, tag_stats>*>>
-        by_kind;
-    for (auto& kv : rep.tags)
-      by_kind[kv.second.plugin == "text" ? "text" : kind_name(kv.second.kind)].push_back(
-          &kv);
-    for (auto& [kind, entries] : by_kind) {
-      std::cout << "  " << kind << "\n";
-      for (auto* kv : entries) {
-        auto& st = kv->second;
-        std::cout << "    " << kv->first << "  events " << st.count << "  steps "
-                  << st.min_step << ".." << st.max_step;
-        if (st.kind == quern::summary_kind::scalar)
-          std::cout << "  first " << format_number(st.first_value) << " (step "
-                    << st.first_step << ")  last " << format_number(st.last_value)
-                    << " (step " << st.last_step << ")";
-        else if (st.kind == quern::summary_kind::histogram)
-          std::cout << "  first num " << format_number(st.first_value) << "  last num "
-                    << format_number(st.last_value);
-        if (st.out_of_order > 0)
-          std::cout << "  out-of-order steps " << st.out_of_order;
-        std::cout << "\n";
-      }
-    }
-    for (auto& [name, count] : rep.other_events)
-      std::cout << "  " << name << "  events " << count << "\n";
-    if (rep.tags.empty() && rep.other_events.empty())
-      std::cout << "  (no summaries" << (tags.empty() ? "" : " with the given tags")
-                << ")\n";
-  }
-  std::cout.flush();
-  report_damage(reports);
-  return any_damage(reports) ? exit_damaged : 0;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos)
-    return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"')
-      out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double x, const char* fmt = "%.9g") {
-  if (!std::isfinite(x))
-    return "null"; // JSON has no NaN or infinities
-  return format_number(x, fmt);
-}
-
-int export_scalars(const std::vector<quern::run_files>& runs,
-                   const std::set<std::string>& tags, const std::string& format) {
-  std::vector<quern::event_file_contents> contents;
-  auto reports = read_runs(runs, tags, &contents);
-  bool json = format == "json";
-  if (json)
-    std::cout << "[";
+int usage_error(const std::string& why, const std::string& cmd = "") {
+  std::cerr << "quern-board: " << why << "\n\n";
+  if (cmd.empty())
+    std::cerr << usage_text;
   else
-    std::cout << "run,tag,step,wall_time,value\n";
-  bool first = true;
-  size_t file_index = 0;
-  for (auto& rep : reports) {
-    for (size_t i = 0; i < rep.files.size(); ++i, ++file_index) {
-      for (auto& ev : contents[file_index].events) {
-        if (ev.what != quern::event_kind::summary)
-          continue;
-        for (auto& v : ev.values) {
-          if (v.kind != quern::summary_kind::scalar || !wanted(tags, v.tag))
-            continue;
-          if (json) {
-            std::cout << (first ? "\n  " : ",\n  ")
-                      << "{\"run\": " << json_string(rep.run)
-                      << ", \"tag\": " << json_string(v.tag) << ", \"step\": " << ev.step
-                      << ", \"wall_time\": " << json_number(ev.wall_time, "%.6f")
-                      << ", \"value\": " << json_number(v.simple_value) << "}";
-          } else {
-            std::cout << csv_field(rep.run) << "," << csv_field(v.tag) << "," << ev.step
-                      << "," << format_number(ev.wall_time, "%.6f") << ","
-                      << format_number(v.simple_value) << "\n";
-          }
-          first = false;
-        }
+    std::cerr << "Usage: " << commands.at(cmd).usage << "\n(quern-board " << cmd
+              << " --help for more)\n";
+  return exit_usage;
+}
+
+/// The log directory's name for the page title.
+std::string logdir_title(const std::string& logdir) {
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::path(logdir), ec);
+  if (ec)
+    p = fs::path(logdir);
+  auto name = p.filename().string();
+  if (name.empty())
+    name = p.parent_path().filename().string();
+  return name.empty() ? logdir : name;
+}
+
+int write_html(const std::string& logdir, const std::vector<quern::run_files>& runs,
+               const selection& sel, std::string output) {
+  auto reports = read_runs(runs, sel, true);
+  page_options opt;
+  opt.title = logdir_title(logdir);
+  opt.logdir = logdir;
+  auto page = render_page(reports, opt, "static");
+  if (output.empty())
+    output = (fs::path(logdir) / "index.html").string();
+  if (output == "-") {
+    std::cout << page;
+    std::cout.flush();
+  } else {
+    // Written aside and renamed: a browser or server never sees half a page.
+    auto tmp = output + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << page;
+      out.close();
+      if (!out) {
+        std::cerr << "quern-board: cannot write '" << tmp << "': " << std::strerror(errno)
+                  << "\n";
+        return exit_usage;
       }
     }
+    std::error_code ec;
+    fs::rename(tmp, output, ec);
+    if (ec) {
+      std::cerr << "quern-board: cannot write '" << output << "': " << ec.message()
+                << "\n";
+      fs::remove(tmp, ec);
+      return exit_usage;
+    }
+    size_t points = 0;
+    for (auto& r : reports)
+      for (auto& [tag, s] : r.scalars)
+        points += s.steps.size();
+    std::cout << "quern-board: wrote " << output << " (" << reports.size() << " run"
+              << (reports.size() == 1 ? "" : "s") << ", " << points << " scalar point"
+              << (points == 1 ? "" : "s") << ", " << page.size() << " bytes)\n";
   }
-  if (json)
-    std::cout << (first ? "]\n" : "\n]\n");
-  std::cout.flush();
   report_damage(reports);
   return any_damage(reports) ? exit_damaged : 0;
 }
@@ -338,56 +153,75 @@ int export_scalars(const std::vector<quern::run_files>& runs,
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string command;
-  std::string logdir;
-  std::vector<std::string> tag_list;
-  std::string format;
+  if (argc < 2)
+    return usage_error("missing command (inspect, export, html or serve)");
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << usage_text;
+    for (auto& [name, info] : commands)
+      std::cout << "\n  " << info.usage;
+    std::cout << "\n";
+    return 0;
+  }
+  if (!cmd.empty() && cmd[0] == '-')
+    return usage_error("the command comes first (inspect, export, html or serve), not '" +
+                       cmd + "'");
+  if (!commands.count(cmd))
+    return usage_error("unknown command '" + cmd +
+                       "' (expected inspect, export, html or serve)");
+
+  std::string logdir, format, output;
+  std::vector<std::string> tag_list, run_list;
+  unsigned port = 6006;
+  double reload = 2;
   po::options_description visible{"Options"};
-  visible.add_options()("help,h", "show this help and exit")(
-      "tag,t", po::value(&tag_list)->composing(),
-      "only this tag (repeatable; default: every tag)")(
-      "format,f", po::value(&format)->default_value("csv"), "export format: csv or json");
+  visible.add_options()("help,h", "show this help and exit");
+  if (cmd != "serve")
+    visible.add_options()("run,r", po::value(&run_list)->composing(),
+                          "only this run (repeatable; default: every run)")(
+        "tag,t", po::value(&tag_list)->composing(),
+        "only this tag (repeatable; default: every tag)");
+  if (cmd == "export")
+    visible.add_options()("format,f", po::value(&format)->default_value("csv"),
+                          "csv or json");
+  if (cmd == "html")
+    visible.add_options()("output,o", po::value(&output),
+                          "the file to write (default LOGDIR/index.html; - for stdout)");
+  if (cmd == "serve")
+    visible.add_options()("port,p", po::value(&port)->default_value(6006),
+                          "TCP port on 127.0.0.1 (0: any free port)")(
+        "reload", po::value(&reload)->default_value(2),
+        "seconds between the page's checks for new events");
   po::options_description hidden;
-  hidden.add_options()("command", po::value(&command))("logdir", po::value(&logdir));
+  hidden.add_options()("logdir", po::value(&logdir));
   po::options_description all;
   all.add(visible).add(hidden);
   po::positional_options_description pos;
-  pos.add("command", 1).add("logdir", 1);
+  pos.add("logdir", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::store(
+        po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(),
+        vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "quern-board: " << e.what() << "\n\n" << usage_text << visible;
-    return exit_usage;
+    return usage_error(e.what(), cmd);
   }
   if (vm.count("help")) {
-    std::cout << usage_text << "\n" << visible;
+    std::cout << "Usage: " << commands.at(cmd).usage << "\n\n"
+              << commands.at(cmd).about << "\n"
+              << visible;
     return 0;
   }
-  if (command.empty()) {
-    std::cerr << "quern-board: missing command (inspect or export)\n\n" << usage_text;
-    return exit_usage;
-  }
-  if (command != "inspect" && command != "export") {
-    std::cerr << "quern-board: unknown command '" << command
-              << "' (expected inspect or export)\n\n"
-              << usage_text;
-    return exit_usage;
-  }
-  if (logdir.empty()) {
-    std::cerr << "quern-board: missing LOGDIR\n\n" << usage_text;
-    return exit_usage;
-  }
-  if (format != "csv" && format != "json") {
-    std::cerr << "quern-board: unknown format '" << format
-              << "' (expected csv or json)\n";
-    return exit_usage;
-  }
-  if (command == "inspect" && !vm["format"].defaulted()) {
-    std::cerr << "quern-board: --format applies to export only\n";
-    return exit_usage;
-  }
+  if (logdir.empty())
+    return usage_error("missing LOGDIR", cmd);
+  if (cmd == "export" && format != "csv" && format != "json")
+    return usage_error("unknown format '" + format + "' (expected csv or json)", cmd);
+  if (cmd == "serve" && port > 65535)
+    return usage_error("--port " + std::to_string(port) + " is not a TCP port", cmd);
+  if (cmd == "serve" && !(reload >= 0.1 && reload <= 86400))
+    return usage_error("--reload must be between 0.1 and 86400 seconds", cmd);
+
   auto runs = quern::find_runs(logdir);
   if (!runs) {
     std::cerr << "quern-board: " << quern::message_of(runs.error()) << "\n";
@@ -398,8 +232,36 @@ int main(int argc, char** argv) {
               << logdir << "'\n";
     return exit_usage;
   }
-  std::set<std::string> tags(tag_list.begin(), tag_list.end());
-  if (command == "inspect")
-    return inspect(logdir, *runs, tags);
-  return export_scalars(*runs, tags, format);
+  selection sel;
+  sel.tags.insert(tag_list.begin(), tag_list.end());
+  sel.runs.insert(run_list.begin(), run_list.end());
+  for (auto& r : sel.runs) {
+    bool known = false;
+    for (auto& rf : *runs)
+      known = known || rf.run == r;
+    if (!known)
+      return usage_error("no run '" + r + "' under '" + logdir + "'", cmd);
+  }
+  if (cmd == "inspect") {
+    auto reports = read_runs(*runs, sel, false);
+    write_inspect(std::cout, logdir, reports, !sel.tags.empty());
+    report_damage(reports);
+    return any_damage(reports) ? exit_damaged : 0;
+  }
+  if (cmd == "export") {
+    auto reports = read_runs(*runs, sel, true);
+    write_export(std::cout, reports, format == "json");
+    report_damage(reports);
+    return any_damage(reports) ? exit_damaged : 0;
+  }
+  if (cmd == "html")
+    return write_html(logdir, *runs, sel, output);
+  serve_options opt;
+  opt.logdir = logdir;
+  opt.port = static_cast<unsigned short>(port);
+  opt.page.title = logdir_title(logdir);
+  opt.page.logdir = logdir;
+  opt.page.live = true;
+  opt.page.reload_ms = static_cast<int>(reload * 1000);
+  return serve(opt);
 }

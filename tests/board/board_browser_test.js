@@ -1,0 +1,698 @@
+// quern-board's pages in a real browser (Debian's chromium-headless-shell),
+// driven over the DevTools protocol on a pipe with node's own modules.
+//
+//   node board_browser_test.js html|serve|flagship --board PATH --helper PATH
+//        --chromium NAME_OR_PATH --out DIR [--example PATH]
+//
+// html      a log directory with several runs, a histogram, text, images, a
+//           damaged file and out-of-order steps: the file page
+// serve     the same log directory served on 127.0.0.1, events appended
+//           while the page is open
+// flagship  the report of make demo's example (csv_pipeline)
+//
+// Every check that fails is printed; the exit status is 1 if any failed.
+// A browser that cannot be found is a failure, never a skip.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const http = require('http');
+const net = require('net');
+const { spawn, spawnSync } = require('child_process');
+
+const args = { mode: process.argv[2] };
+for (let i = 3; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] =
+  process.argv[i + 1];
+for (const need of ['board', 'helper', 'chromium', 'out'])
+  if (!args[need]) {
+    console.error('usage: node board_browser_test.js html|serve|flagship --board PATH ' +
+      '--helper PATH --chromium PATH --out DIR [--example PATH]');
+    process.exit(2);
+  }
+
+let failures = 0;
+function check(ok, what, detail) {
+  if (ok) {
+    console.log('ok    ' + what);
+  } else {
+    failures++;
+    console.log('FAIL  ' + what + (detail !== undefined ? '\n      ' +
+      String(typeof detail === 'string' ? detail : JSON.stringify(detail)).slice(0, 2000) : ''));
+  }
+  return ok;
+}
+
+// The whole test is bounded: nothing waits forever.
+const watchdog = setTimeout(() => {
+  console.log('FAIL  the test did not finish within 240 s');
+  process.exit(1);
+}, 240000);
+
+function run(cmd, argv, opts = {}) {
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 120000, maxBuffer: 1 << 30,
+    ...opts });
+  if (r.error) throw new Error(cmd + ': ' + r.error.message);
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+
+function findExecutable(name) {
+  if (name.includes('/')) return fs.existsSync(name) ? name : null;
+  for (const dir of (process.env.PATH || '').split(':')) {
+    const p = path.join(dir || '.', name);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch (e) { /* next */ }
+  }
+  return null;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// -- the browser, over --remote-debugging-pipe (fd 3 in, fd 4 out) --
+
+class Browser {
+  constructor(chromium, isolate) {
+    this.userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quern-chromium-'));
+    const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--remote-debugging-pipe',
+      '--user-data-dir=' + this.userDir, '--window-size=1300,900', '--hide-scrollbars',
+      '--no-first-run', '--no-default-browser-check', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-extensions',
+      '--mute-audio', 'about:blank'];
+    // Without a network: the page must not need one (root only: unshare -n).
+    const cmd = isolate ? 'unshare' : chromium;
+    const argv = isolate ? ['-n', chromium, ...flags] : flags;
+    this.proc = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
+    this.stderr = '';
+    this.proc.stderr.on('data', (d) => { this.stderr += d; });
+    this.exited = new Promise((r) => this.proc.on('exit', r));
+    this.nextId = 1;
+    this.pending = new Map();
+    this.events = [];
+    this.waiters = [];
+    this.buf = Buffer.alloc(0);
+    this.proc.stdio[4].on('data', (d) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      let i;
+      while ((i = this.buf.indexOf(0)) >= 0) {
+        const msg = JSON.parse(this.buf.subarray(0, i).toString('utf8'));
+        this.buf = this.buf.subarray(i + 1);
+        if (msg.id && this.pending.has(msg.id)) {
+          const p = this.pending.get(msg.id);
+          this.pending.delete(msg.id);
+          if (msg.error) p.reject(new Error(p.method + ': ' + msg.error.message));
+          else p.resolve(msg.result);
+        } else if (msg.method) {
+          this.events.push(msg);
+        }
+      }
+    });
+  }
+
+  send(method, params = {}, sessionId = undefined, timeoutMs = 60000) {
+    const id = this.nextId++;
+    const msg = { id, method, params };
+    if (sessionId) msg.sessionId = sessionId;
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(method + ': no answer within ' + timeoutMs + ' ms'));
+      }, timeoutMs);
+      this.pending.set(id, { method, resolve: (v) => { clearTimeout(t); resolve(v); },
+        reject: (e) => { clearTimeout(t); reject(e); } });
+      this.proc.stdio[3].write(JSON.stringify(msg) + '\0');
+    });
+  }
+
+  async open(url) {
+    const { targetId } = await this.send('Target.createTarget', { url: 'about:blank' });
+    const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
+    const page = new Page(this, sessionId);
+    for (const domain of ['Runtime', 'Log', 'Network', 'Page'])
+      await page.send(domain + '.enable');
+    await page.send('Emulation.setDeviceMetricsOverride',
+      { width: 1300, height: 900, deviceScaleFactor: 1, mobile: false });
+    await page.send('Page.navigate', { url });
+    await page.waitFor('document.body && document.body.dataset.ready === "1"', 90000);
+    return page;
+  }
+
+  async close() {
+    try {
+      await this.send('Browser.close', {}, undefined, 5000);
+    } catch (e) { /* killed below */ }
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 5000);
+    await this.exited;
+    clearTimeout(t);
+    fs.rmSync(this.userDir, { recursive: true, force: true });
+  }
+}
+
+class Page {
+  constructor(browser, sessionId) {
+    this.browser = browser;
+    this.sessionId = sessionId;
+  }
+
+  send(method, params = {}) {
+    return this.browser.send(method, params, this.sessionId);
+  }
+
+  async eval(expression) {
+    const r = await this.send('Runtime.evaluate', { expression, returnByValue: true,
+      awaitPromise: true });
+    if (r.exceptionDetails)
+      throw new Error('page: ' + expression.slice(0, 80) + ': ' +
+        JSON.stringify(r.exceptionDetails).slice(0, 500));
+    return r.result.value;
+  }
+
+  async waitFor(expression, timeoutMs) {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      let v = false;
+      try {
+        v = await this.eval(expression);
+      } catch (e) { /* not there yet */ }
+      if (v) return v;
+      const thrown = this.problems().filter((p) => p.startsWith('exception'));
+      if (thrown.length) throw new Error('the page threw while waiting for ' + expression +
+        ': ' + thrown.join('; '));
+      if (Date.now() > end) throw new Error('timed out waiting for ' + expression);
+      await sleep(100);
+    }
+  }
+
+  events() {
+    return this.browser.events.filter((e) => e.sessionId === this.sessionId);
+  }
+
+  // Console errors, uncaught exceptions, and browser log errors (CSP
+  // violations, failed loads).
+  problems() {
+    const out = [];
+    for (const e of this.events()) {
+      const p = e.params;
+      if (e.method === 'Runtime.exceptionThrown')
+        out.push('exception: ' + (p.exceptionDetails.exception ?
+          p.exceptionDetails.exception.description : p.exceptionDetails.text));
+      else if (e.method === 'Runtime.consoleAPICalled' && (p.type === 'error' ||
+          p.type === 'assert'))
+        out.push('console.' + p.type + ': ' + p.args.map((a) => a.value ?? a.description)
+          .join(' '));
+      else if (e.method === 'Log.entryAdded' && p.entry.level === 'error')
+        out.push('log: ' + p.entry.text + ' ' + (p.entry.url || ''));
+    }
+    return out;
+  }
+
+  requests() {
+    return this.events().filter((e) => e.method === 'Network.requestWillBeSent')
+      .map((e) => e.params.request.url);
+  }
+
+  async screenshot(file) {
+    const r = await this.send('Page.captureScreenshot', { format: 'png' });
+    fs.writeFileSync(file, Buffer.from(r.data, 'base64'));
+  }
+}
+
+// -- what quern-board export says --
+
+function parseCsv(text) {
+  // Fields may be quoted ("" for a quote); lines end with \n.
+  const rows = [];
+  let row = [], field = '', q = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (q) {
+      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; } else if (c === '"') q = false;
+      else field += c;
+    } else if (c === '"') q = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') {
+      row.push(field); rows.push(row); row = []; field = '';
+    } else field += c;
+  }
+  return rows.slice(1);
+}
+
+function seriesOf(csvText) {
+  const series = new Map();
+  for (const [run, tag, step, , value] of parseCsv(csvText)) {
+    const key = run + '\u0000' + tag;
+    if (!series.has(key)) series.set(key, { run, tag, steps: [], values: [] });
+    series.get(key).steps.push(Number(step));
+    // The nine digits name one float32 exactly.
+    series.get(key).values.push(value === 'nan' ? NaN : value === 'inf' ? Infinity :
+      value === '-inf' ? -Infinity : Math.fround(Number(value)));
+  }
+  return series;
+}
+
+// TensorBoard's classicSmoothing, written out again from its description.
+function tbSmooth(ys, w) {
+  const constant = ys.every((y) => y === ys[0]);
+  let last = 0, n = 0;
+  return ys.map((y) => {
+    if (constant || !Number.isFinite(y)) return y;
+    last = last * w + (1 - w) * y;
+    n++;
+    return last / (w === 1 ? 1 : 1 - Math.pow(w, n));
+  });
+}
+
+// -- the checks every page gets --
+
+async function checkSmoothingReference(page) {
+  // TensorBoard's own test vectors (data_transformer_test.ts).
+  const near = (a, b) => a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-12);
+  const s = (ys, w) => page.eval('quern.smooth(' + JSON.stringify(ys) + ',' + w + ')');
+  check(near(await s([1, 0.5, 0], 0.6),
+    [1, 0.6875, ((0.5 * 0.4 + 0.4 * 0.6) * 0.6 + 0) / (1 - 0.6 ** 3)]),
+  'smoothing [1, 0.5, 0] at 0.6 is TensorBoard\'s', await s([1, 0.5, 0], 0.6));
+  check(near(await s([0, 0.5, 1], 0.6), [0, 0.3125, (0.4 + 0.5 * 0.4 * 0.6) / (1 - 0.6 ** 3)]),
+    'smoothing [0, 0.5, 1] at 0.6 is TensorBoard\'s', await s([0, 0.5, 1], 0.6));
+  check(near(await s([0.3, 0.3, 0.3], 0.1), [0.3, 0.3, 0.3]),
+    'a constant series is not smoothed');
+  check(near(await s([1, 0.5, 0], 1), [0, 0, 0]) && near(await s([1, 0.5, 0], 2), [0, 0, 0]),
+    'a weight of 1 (or more) flattens to 0');
+  const special = await page.eval('JSON.stringify(quern.smooth([-Infinity, 1, NaN, Infinity, ' +
+    '0.5], 0.6).map(String))');
+  check(special === JSON.stringify(['-Infinity', '1', 'NaN', 'Infinity', '0.6875']),
+    'non-finite points pass through uncounted', special);
+}
+
+function checkNoProblems(page, allowed, label) {
+  const problems = page.problems();
+  check(problems.length === 0, label + ': no console error, exception or blocked load',
+    problems);
+  const bad = page.requests().filter((u) => !allowed(u));
+  check(bad.length === 0, label + ': no request leaves the page', bad);
+}
+
+// Points per series, run order, CSV bytes and run colours against export.
+async function checkAgainstExport(page, board, logdir, label, opts = {}) {
+  const exp = run(board, ['export', logdir]);
+  const series = seriesOf(exp.out);
+  const st = await page.eval('quern.selftest()');
+  const exportRuns = [...new Set([...series.values()].map((s) => s.run))];
+  const pageRuns = st.runs.map((r) => r.name).filter((r) => exportRuns.includes(r));
+  check(JSON.stringify(pageRuns) === JSON.stringify(exportRuns),
+    label + ': runs in the same order as export', { page: pageRuns, export: exportRuns });
+  let counted = 0, mismatched = [];
+  for (const chart of st.charts)
+    for (const s of chart.series) {
+      const e = series.get(s.run + '\u0000' + chart.tag);
+      counted++;
+      if (!e || e.steps.length !== s.points)
+        mismatched.push({ run: s.run, tag: chart.tag, page: s.points, export: e && e.steps.length });
+    }
+  check(counted === series.size && mismatched.length === 0,
+    label + ': every series has export\'s number of points (' + series.size + ' series)',
+    { counted, mismatched });
+  // Each series' CSV download, byte for byte.
+  const csvWrong = [];
+  for (const s of series.values()) {
+    const want = run(board, ['export', logdir, '--run', s.run, '--tag', s.tag]).out;
+    const got = await page.eval('quern.csv(' + JSON.stringify(s.run) + ',' +
+      JSON.stringify(s.tag) + ')');
+    if (got !== want) csvWrong.push({ run: s.run, tag: s.tag, got: (got || '').slice(0, 300),
+      want: want.slice(0, 300) });
+  }
+  check(csvWrong.length === 0, label + ': each series\' CSV equals quern-board export --run R ' +
+    '--tag T', csvWrong);
+  // Smoothed values at chosen steps: TensorBoard's formula on export's values.
+  const smoothWrong = [];
+  for (const s of series.values()) {
+    const n = s.steps.length;
+    const picks = [...new Set([0, 1, Math.floor(n / 2), n - 2, n - 1].filter((i) => i >= 0 &&
+      i < n))];
+    const steps = picks.map((i) => s.steps[i]);
+    const want = tbSmooth(s.values, 0.6);
+    const got = await page.eval('JSON.stringify(quern.smoothedAt(' + JSON.stringify(s.run) +
+      ',' + JSON.stringify(s.tag) + ',' + JSON.stringify(steps) + ').map(String))');
+    const wantAt = steps.map((st) => String(want[s.steps.indexOf(st)]));
+    if (got !== JSON.stringify(wantAt)) smoothWrong.push({ run: s.run, tag: s.tag, got,
+      want: wantAt });
+  }
+  check(smoothWrong.length === 0, label + ': smoothed values (0.6) at chosen steps equal ' +
+    'TensorBoard\'s smoothing of export\'s values', smoothWrong);
+  // Each run's colour drawn on each chart it is in.
+  const noColour = [];
+  for (const chart of st.charts) {
+    if (!chart.shown) continue;
+    for (const s of chart.series) {
+      const finite = (series.get(s.run + '\u0000' + chart.tag).values.some(Number.isFinite));
+      if (finite && !(chart.pixels[s.run] > 0))
+        noColour.push({ tag: chart.tag, run: s.run, pixels: chart.pixels[s.run] });
+    }
+  }
+  check(noColour.length === 0, label + ': each run\'s colour is on its charts', noColour);
+  if (opts.exportStatus !== undefined)
+    check(exp.status === opts.exportStatus, label + ': export exits ' + opts.exportStatus,
+      exp.err);
+  return { st, series, exp };
+}
+
+function chromiumPath() {
+  const p = findExecutable(args.chromium);
+  check(p !== null, 'the browser ' + args.chromium + ' is installed (apt-get install ' +
+    'chromium-headless-shell; tools/install-deps.sh installs it)');
+  return p;
+}
+
+function canIsolate() {
+  return process.getuid && process.getuid() === 0 &&
+    spawnSync('unshare', ['-n', 'true']).status === 0;
+}
+
+// -- html: the file page --
+
+async function testHtml() {
+  const out = args.out;
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.mkdirSync(out, { recursive: true });
+  const logdir = path.join(out, 'logs');
+  const made = run(args.helper, ['full', logdir]);
+  if (!check(made.status === 0, 'the test log directory is written', made.err)) return;
+  const page1 = path.join(out, 'report.html');
+  const page2 = path.join(out, 'report-again.html');
+  const h1 = run(args.board, ['html', logdir, '-o', page1]);
+  const h2 = run(args.board, ['html', logdir, '-o', page2]);
+  check(h1.status === 2, 'html exits 2 for a damaged file (after writing the page)', h1);
+  check(/damaged\/events\.out\.tfevents\.\d+\.testhost: DataLoss: truncated record at \d+/
+    .test(h1.err), 'html names the damaged file on stderr', h1.err);
+  const bytes = fs.readFileSync(page1);
+  check(bytes.equals(fs.readFileSync(page2)), 'the same log directory gives the same bytes');
+  const text = bytes.toString('utf8');
+  check(!/(src|href)\s*=\s*["']?\s*(https?:|\/\/)/i.test(text) && !/url\(\s*["']?https?:/i
+    .test(text), 'the page refers to nothing outside itself');
+  check(text.includes('Content-Security-Policy') && text.includes("default-src 'none'"),
+    'the page forbids loads from anywhere else');
+
+  const chromium = chromiumPath();
+  if (!chromium) return;
+  const isolate = canIsolate();
+  console.log('      (browser ' + (isolate ? 'without network: unshare -n' :
+    'with the network: not root') + ')');
+  const browser = new Browser(chromium, isolate);
+  try {
+    const url = 'file://' + path.resolve(page1);
+    const page = await browser.open(url);
+    const { st } = await checkAgainstExport(page, args.board, logdir, 'html',
+      { exportStatus: 2 });
+    checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
+      'html');
+    await checkSmoothingReference(page);
+    check(JSON.stringify(st.runs.map((r) => r.name)) ===
+      JSON.stringify(['train', 'b/c', 'eval', 'damaged']),
+    'runs are listed by start time', st.runs.map((r) => r.name));
+    const inspect = run(args.board, ['inspect', logdir]);
+    const damage = (inspect.out.match(/DAMAGED: (DataLoss: truncated record at \d+)/) || [])[1];
+    const damagedRun = st.runs.find((r) => r.name === 'damaged');
+    check(damage && damagedRun.problems.some((p) => p.includes('DAMAGED: ' + damage)),
+      'the damaged file is shown as inspect reports it', { inspect: damage,
+        page: damagedRun.problems });
+    const ooo = (inspect.out.match(/out-of-order steps (\d+)/) || [])[1];
+    const evalRun = st.runs.find((r) => r.name === 'eval');
+    check(ooo && evalRun.problems.includes('loss: out-of-order steps ' + ooo),
+      'out-of-order steps are shown as inspect reports them', evalRun.problems);
+    const hist = st.histograms.find((h) => h.tag === 'weights/dense');
+    check(hist && hist.shown && hist.charts === 1, 'the histogram is drawn (distribution ' +
+      'over steps)', st.histograms);
+    const textCard = st.texts.find((t) => t.tag === 'notes');
+    check(textCard && textCard.shown && textCard.rows === 2, 'both texts are shown', st.texts);
+    const imgCard = st.images.find((t) => t.tag === 'samples/gradient');
+    check(imgCard && imgCard.shown && imgCard.images === 2, 'both images are shown', st.images);
+    const imgsLoaded = await page.eval('[...document.images].every((i) => i.complete && ' +
+      'i.naturalWidth > 0)');
+    check(imgsLoaded, 'the images decode');
+    const loss = st.charts.find((c) => c.tag === 'loss');
+    check(loss && loss.yExtent && loss.yExtent[1] < 1000,
+      'ignore outliers (on by default) keeps the 1000 spike out of the y range',
+      loss && loss.yExtent);
+    check(st.smoothing === 0.6 && st.x === 'step' && st.outliers === true,
+      'TensorBoard\'s defaults: smoothing 0.6, x by step, outliers ignored', st);
+    await page.screenshot(path.join(out, 'report.png'));
+
+    // Interactions: filters, smoothing and axes change what is drawn.
+    await page.eval('(() => { const e = document.getElementById("tag-re"); e.value = ' +
+      '"^loss$"; e.dispatchEvent(new Event("input")); })()');
+    let s2 = await page.eval('quern.selftest()');
+    check(s2.charts.filter((c) => c.shown).map((c) => c.tag).join() === 'loss' &&
+      !s2.histograms.some((h) => h.shown), 'the tag filter leaves only loss',
+    s2.charts.map((c) => [c.tag, c.shown]));
+    await page.eval('(() => { const e = document.getElementById("run-re"); e.value = ' +
+      '"^(train|eval)$"; e.dispatchEvent(new Event("input")); })()');
+    s2 = await page.eval('quern.selftest()');
+    const lossRuns = s2.charts.find((c) => c.tag === 'loss').series.map((s) => s.run);
+    check(JSON.stringify(lossRuns) === '["train","eval"]', 'the run filter leaves train and eval',
+      lossRuns);
+    await page.eval('(() => { const e = document.getElementById("run-re"); e.value = "(";' +
+      'e.dispatchEvent(new Event("input")); })()');
+    const err = await page.eval('document.getElementById("filter-error").textContent');
+    check(err.startsWith('runs: '), 'a bad regular expression is named, not thrown', err);
+    await page.eval('(() => { const e = document.getElementById("smoothing-n"); e.value = ' +
+      '"0.9"; e.dispatchEvent(new Event("change")); })()');
+    const series = seriesOf(run(args.board, ['export', logdir, '--run', 'train', '--tag',
+      'loss']).out).get('train\u0000loss');
+    const got = await page.eval('JSON.stringify(quern.smoothedAt("train", "loss", [0, 150, 300])' +
+      '.map(String))');
+    const want = tbSmooth(series.values, 0.9);
+    check(got === JSON.stringify([0, 150, 300].map((x) => String(want[series.steps.indexOf(x)]))),
+      'smoothing 0.9 set in the page is TensorBoard\'s', got);
+    for (const x of ['relative', 'wall'])
+      await page.eval('(() => { const e = document.getElementById("x-axis"); e.value = "' + x +
+        '"; e.dispatchEvent(new Event("change")); })()');
+    await page.eval('(() => { const e = document.getElementById("log-y"); e.checked = true;' +
+      'e.dispatchEvent(new Event("change")); })()');
+    s2 = await page.eval('quern.selftest()');
+    check(s2.x === 'wall' && s2.log === true && s2.smoothing === 0.9, 'x axis and log y switch',
+      s2);
+    checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
+      'html after the interactions');
+
+    // A link with settings in its fragment.
+    const page2b = await browser.open(url + '#smoothing=0.9&x=relative&log=1&run=^b/&selftest');
+    const s3 = JSON.parse(await page2b.eval('document.getElementById("quern-selftest")' +
+      '.textContent'));
+    check(s3.smoothing === 0.9 && s3.x === 'relative' && s3.log === true &&
+      s3.charts.filter((c) => c.shown).every((c) => c.series.every((s) => s.run === 'b/c')),
+    'settings in the address\'s fragment apply', s3);
+    checkNoProblems(page2b, (u) => u.startsWith(url) || u.startsWith('data:'), 'html#fragment');
+  } finally {
+    await browser.close();
+  }
+}
+
+// -- serve --
+
+function httpGet(port, target, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: target, method: opts.method ||
+      'GET', headers: opts.headers || {}, timeout: 30000 }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers,
+        body: Buffer.concat(chunks) }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function rawRequest(port, text) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let data = '';
+    s.setTimeout(30000, () => s.destroy(new Error('timeout')));
+    s.on('connect', () => s.write(text));
+    s.on('data', (d) => { data += d; });
+    s.on('end', () => resolve(data));
+    s.on('close', () => resolve(data));
+    s.on('error', reject);
+  });
+}
+
+function startServer(logdir) {
+  const proc = spawn(args.board, ['serve', logdir, '--port', '0', '--reload', '0.3'],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  proc.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((r) => proc.on('exit', (code, sig) => r({ code, sig })));
+  const port = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('serve printed no address in 30 s: ' + err)),
+      30000);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
+      if (m) { clearTimeout(t); resolve(Number(m[1])); }
+    });
+    proc.on('exit', () => reject(new Error('serve ended: ' + err)));
+  });
+  return { proc, port, exited, output: () => out, errors: () => err };
+}
+
+async function stopServer(server, signal, label) {
+  server.proc.kill(signal);
+  const t = setTimeout(() => server.proc.kill('SIGKILL'), 10000);
+  const r = await server.exited;
+  clearTimeout(t);
+  check(r.code === 0, label + ': ' + signal + ' ends serve cleanly (exit 0)', r);
+}
+
+// The addresses listening on `port` (from /proc/net/tcp{,6}).
+function listeners(port) {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const out = [];
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(f, 'utf8'); } catch (e) { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 3 && cols[3] === '0A' && cols[1].endsWith(':' + hex))
+        out.push(cols[1]);
+    }
+  }
+  return out;
+}
+
+async function testServe() {
+  const out = args.out;
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.mkdirSync(out, { recursive: true });
+  const logdir = path.join(out, 'logs');
+  const made = run(args.helper, ['full', logdir]);
+  if (!check(made.status === 0, 'the test log directory is written', made.err)) return;
+  const server = startServer(logdir);
+  let browser = null;
+  try {
+    const port = await server.port;
+    check(true, 'serve prints its address (port ' + port + ')');
+    const addrs = listeners(port);
+    check(addrs.length > 0 && addrs.every((a) => a === '0100007F:' +
+      port.toString(16).toUpperCase().padStart(4, '0')), 'serve listens on 127.0.0.1 only',
+    addrs);
+    const index = await httpGet(port, '/');
+    check(index.status === 200 && /text\/html/.test(index.headers['content-type']),
+      'GET / answers the page', index.status);
+    const data = await httpGet(port, '/data');
+    const version = data.status === 200 && JSON.parse(data.body.toString()).version;
+    check(version, 'GET /data answers the data');
+    const same = await httpGet(port, '/data?have=' + encodeURIComponent(version));
+    check(same.status === 204, 'GET /data?have=<current version> answers 204', same.status);
+    const exportCsv = await httpGet(port, '/export.csv?run=train&tag=loss');
+    check(exportCsv.body.toString() === run(args.board, ['export', logdir, '--run', 'train',
+      '--tag', 'loss']).out, '/export.csv is export\'s text');
+    const trainFile = fs.readdirSync(path.join(logdir, 'train'))[0];
+    const raw = await httpGet(port, '/logdir/train/' + trainFile);
+    check(raw.status === 200 && raw.body.equals(fs.readFileSync(path.join(logdir, 'train',
+      trainFile))), 'a file of LOGDIR is served as it is');
+    const statuses = {};
+    for (const [what, target, opts] of [
+      ['unknown page', '/nothing', {}],
+      ['a file not in LOGDIR', '/logdir/none', {}],
+      ['..', '/../../etc/passwd', {}],
+      ['encoded ..', '/logdir/..%2f..%2f..%2fetc%2fpasswd', {}],
+      ['an absolute path', '/logdir//etc/passwd', {}],
+      ['a bad escape', '/logdir/%zz', {}],
+      ['POST', '/', { method: 'POST' }],
+      ['a foreign Host', '/', { headers: { Host: 'evil.example:80' } }],
+    ]) statuses[what] = (await httpGet(port, target, opts)).status;
+    check(statuses['unknown page'] === 404 && statuses['a file not in LOGDIR'] === 404 &&
+      statuses['..'] === 403 && statuses['encoded ..'] === 403 &&
+      statuses['an absolute path'] >= 400 && statuses['an absolute path'] < 500 &&
+      statuses['a bad escape'] === 400 && statuses.POST === 405 &&
+      statuses['a foreign Host'] === 403,
+    'bad requests get 4xx; paths outside LOGDIR are refused', statuses);
+    const garbage = await rawRequest(port, 'THIS IS NOT HTTP\r\n\r\n');
+    check(/^HTTP\/1\.1 400/.test(garbage), 'a malformed request gets 400', garbage.slice(0, 80));
+
+    const chromium = chromiumPath();
+    if (!chromium) return;
+    browser = new Browser(chromium, false);
+    const origin = 'http://127.0.0.1:' + port + '/';
+    const page = await browser.open(origin);
+    await checkAgainstExport(page, args.board, logdir, 'serve');
+    checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'), 'serve');
+    // Events appended while the page is open reach it.
+    const before = await page.eval('quern.selftest().charts.find((c) => c.tag === "loss")' +
+      '.series.find((s) => s.run === "train").points');
+    const appended = run(args.helper, ['append', path.join(logdir, 'train', trainFile),
+      '1000', '25']);
+    check(appended.status === 0, 'events are appended to train', appended.err);
+    let after = null;
+    try {
+      after = await page.waitFor('(() => { const c = quern.selftest().charts.find((c) => ' +
+        'c.tag === "loss").series.find((s) => s.run === "train"); return c.points === ' +
+        (before + 25) + ' && c.points; })()', 30000);
+    } catch (e) { /* reported below */ }
+    check(after === before + 25, 'the open page picks up the 25 appended events (' + before +
+      ' -> ' + (before + 25) + ')', after);
+    const csv = await page.eval('quern.csv("train", "loss")');
+    check(csv === run(args.board, ['export', logdir, '--run', 'train', '--tag', 'loss']).out,
+      'after the reload the CSV still equals export');
+    checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'),
+      'serve after the reload');
+    await page.screenshot(path.join(out, 'serve.png'));
+  } finally {
+    if (browser) await browser.close();
+    await stopServer(server, 'SIGTERM', 'serve');
+  }
+  // SIGINT (Ctrl-C) too, with a connection left open.
+  const second = startServer(logdir);
+  const port2 = await second.port;
+  const idle = net.connect(port2, '127.0.0.1');
+  idle.on('error', () => {});
+  await sleep(200);
+  await stopServer(second, 'SIGINT', 'serve with an idle connection');
+  idle.destroy();
+}
+
+// -- flagship --
+
+async function testFlagship() {
+  const out = args.out;
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.mkdirSync(out, { recursive: true });
+  if (!check(args.example && fs.existsSync(args.example), 'the flagship example is built',
+    args.example)) return;
+  const logdir = path.join(out, 'runs', 'csv_pipeline');
+  const ex = run(args.example, ['--logdir', logdir], { cwd: out });
+  if (!check(ex.status === 0, 'the flagship example runs', ex.err)) return;
+  const report = path.join(logdir, 'index.html');
+  const h = run(args.board, ['html', logdir]);
+  check(h.status === 0 && fs.existsSync(report), 'html writes LOGDIR/index.html', h);
+  const chromium = chromiumPath();
+  if (!chromium) return;
+  const browser = new Browser(chromium, canIsolate());
+  try {
+    const url = 'file://' + path.resolve(report);
+    const page = await browser.open(url);
+    const { st } = await checkAgainstExport(page, args.board, logdir, 'flagship',
+      { exportStatus: 0 });
+    check(st.charts.length > 0, 'the flagship report has charts (' + st.charts.length + ')');
+    checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
+      'flagship');
+    await checkSmoothingReference(page);
+    await page.screenshot(path.join(out, 'flagship.png'));
+    check(fs.statSync(path.join(out, 'flagship.png')).size > 1000,
+      'a screenshot of the flagship report is kept: ' + path.join(out, 'flagship.png'));
+  } finally {
+    await browser.close();
+  }
+}
+
+const tests = { html: testHtml, serve: testServe, flagship: testFlagship };
+if (!tests[args.mode]) {
+  console.error('unknown mode ' + args.mode);
+  process.exit(2);
+}
+tests[args.mode]().catch((e) => {
+  check(false, 'the test ran to its end', e.stack || String(e));
+}).finally(() => {
+  clearTimeout(watchdog);
+  console.log(failures ? failures + ' check(s) failed' : 'all checks passed');
+  process.exit(failures ? 1 : 0);
+});

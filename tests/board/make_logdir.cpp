@@ -1,0 +1,266 @@
+// Writes the log directories the quern-board browser tests and bench_board
+// look at, with quern's own event-file writer (no checked-in binaries).
+//
+//   quern_test_board_logdir full DIR
+//       runs train, b/c, eval and damaged: scalars (awkward values too), a
+//       histogram, text, an image, out-of-order steps and a truncated file
+//   quern_test_board_logdir append FILE STEP COUNT
+//       appends COUNT `loss` scalars from STEP on to an existing event file
+//   quern_test_board_logdir big DIR RUNS TAGS POINTS
+//       RUNS runs of TAGS tags of POINTS points each
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "quern/error.hpp"
+#include "quern/summary/event.hpp"
+#include "quern/summary/event_file.hpp"
+#include "quern/summary/reader.hpp"
+#include "quern/summary/record.hpp"
+#include "quern/summary/values.hpp"
+
+using namespace quern;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& why) {
+  std::cerr << "quern_test_board_logdir: " << why << "\n";
+  std::exit(1);
+}
+
+void check(const caf::error& err, const std::string& what) {
+  if (err)
+    fail(what + ": " + message_of(err));
+}
+
+// A small deterministic noise source (no <random> distributions: their
+// output differs between standard libraries).
+struct lcg {
+  uint64_t s;
+  double next() {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  }
+};
+
+uint32_t crc32(const std::string& data) {
+  uint32_t c = 0xffffffffu;
+  for (unsigned char b : data) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k)
+      c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xffffffffu;
+}
+
+void put32(std::string& out, uint32_t v) {
+  for (int i = 3; i >= 0; --i)
+    out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// An RGB PNG of w x h pixels (a colour gradient) with stored (uncompressed)
+// deflate blocks: enough for an image summary, no zlib needed.
+std::string make_png(int w, int h) {
+  std::string raw;
+  for (int y = 0; y < h; ++y) {
+    raw += '\0';
+    for (int x = 0; x < w; ++x) {
+      raw += static_cast<char>(x * 255 / std::max(1, w - 1));
+      raw += static_cast<char>(y * 255 / std::max(1, h - 1));
+      raw += static_cast<char>(128);
+    }
+  }
+  std::string z = "\x78\x01";
+  for (size_t pos = 0; pos < raw.size() || pos == 0; pos += 65535) {
+    size_t len = std::min<size_t>(65535, raw.size() - pos);
+    bool last = pos + len >= raw.size();
+    z += static_cast<char>(last ? 1 : 0);
+    z += static_cast<char>(len & 0xff);
+    z += static_cast<char>(len >> 8);
+    z += static_cast<char>(~len & 0xff);
+    z += static_cast<char>((~len >> 8) & 0xff);
+    z += raw.substr(pos, len);
+    if (last)
+      break;
+  }
+  uint32_t a = 1, b = 0;
+  for (unsigned char c : raw) {
+    a = (a + c) % 65521;
+    b = (b + a) % 65521;
+  }
+  put32(z, (b << 16) | a);
+  auto chunk = [](const std::string& type, const std::string& body) {
+    std::string out;
+    put32(out, static_cast<uint32_t>(body.size()));
+    out += type + body;
+    put32(out, crc32(type + body));
+    return out;
+  };
+  std::string ihdr;
+  put32(ihdr, static_cast<uint32_t>(w));
+  put32(ihdr, static_cast<uint32_t>(h));
+  ihdr += std::string("\x08\x02\x00\x00\x00", 5);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) +
+         chunk("IEND", "");
+}
+
+std::string file_in(const std::string& dir, double start) {
+  std::filesystem::create_directories(dir);
+  char name[64];
+  std::snprintf(name, sizeof(name), "events.out.tfevents.%010lld.testhost",
+                static_cast<long long>(start));
+  return dir + "/" + name;
+}
+
+summary_event summary_at(int64_t step, double wall, summary_value v) {
+  summary_event ev;
+  ev.step = step;
+  ev.wall_time = wall;
+  ev.values.push_back(std::move(v));
+  return ev;
+}
+
+void full(const std::string& dir) {
+  lcg rng{42};
+  // train: the run with everything.
+  {
+    double t0 = 1700000000.0;
+    event_file_writer w;
+    check(w.create_at(file_in(dir + "/train", t0), t0, false), "train");
+    for (int step = 0; step < 300; ++step) {
+      double wall = t0 + 0.5 + step * 0.137;
+      double loss = 2.0 * std::exp(-step / 80.0) + 0.2 * rng.next();
+      w.append(scalar_event{wall, step, "loss", static_cast<float>(loss)});
+      if (step % 10 == 0)
+        w.append(scalar_event{wall, step, "metrics/accuracy",
+                              static_cast<float>(1.0 - loss / 3.0)});
+      if (step % 50 == 0) {
+        std::vector<double> values;
+        for (int i = 0; i < 200; ++i)
+          values.push_back((rng.next() - 0.5) * (1.0 + step / 100.0));
+        w.append(summary_at(step, wall, histogram_value("weights/dense", values)));
+      }
+    }
+    // A spike: the outlier rule keeps it out of the y range.
+    w.append(scalar_event{t0 + 60, 300, "loss", 1000.0f});
+    w.append(summary_at(0, t0 + 0.25,
+                        text_value("notes", "first **note**, with <html> & commas,")));
+    w.append(summary_at(150, t0 + 30, text_value("notes", "second note\non two lines")));
+    w.append(
+        summary_at(100, t0 + 20, png_image_value("samples/gradient", make_png(16, 12))));
+    w.append(
+        summary_at(200, t0 + 40, png_image_value("samples/gradient", make_png(24, 8))));
+    check(w.close(false), "train");
+  }
+  // b/c: started after train; awkward values and wall times.
+  {
+    double t0 = 1700000001.0;
+    event_file_writer w;
+    check(w.create_at(file_in(dir + "/b/c", t0), t0, false), "b/c");
+    const float awkward[] = {1048576.125f, 1e-5f,  123456789.0f,  -0.0f,
+                             0.1f,         2.5f,   3.4028235e38f, 1.17549435e-38f,
+                             1e-45f,       -7.25f, 0.3f,          0.3f,
+                             1e9f,         -1e-7f, 16777217.0f};
+    int step = 0;
+    for (float v : awkward) {
+      double wall = t0 + 0.1 * step + 1e-7 * step;
+      w.append(scalar_event{wall, step, "values/awkward", v});
+      ++step;
+    }
+    w.append(scalar_event{t0 + 2, step++, "values/awkward",
+                          std::numeric_limits<float>::quiet_NaN()});
+    w.append(scalar_event{t0 + 2.5, step++, "values/awkward",
+                          std::numeric_limits<float>::infinity()});
+    for (int s = 0; s < 100; ++s)
+      w.append(
+          scalar_event{t0 + 3 + s * 0.29, s * 3, "loss",
+                       static_cast<float>(1.8 * std::exp(-s / 30.0) + 0.1 * rng.next())});
+    check(w.close(false), "b/c");
+  }
+  // eval: steps go back (a restart), as inspect reports.
+  {
+    double t0 = 1700000005.0;
+    event_file_writer w;
+    check(w.create_at(file_in(dir + "/eval", t0), t0, false), "eval");
+    for (int step = 0; step < 30; ++step)
+      w.append(scalar_event{t0 + step, step * 10, "loss",
+                            static_cast<float>(1.5 - step * 0.03)});
+    for (int step = 20; step < 40; ++step)
+      w.append(scalar_event{t0 + 30 + step, step * 10, "loss",
+                            static_cast<float>(1.0 - step * 0.01)});
+    for (int step = 0; step < 40; ++step)
+      w.append(scalar_event{t0 + step, step * 10, "metrics/accuracy",
+                            static_cast<float>(0.5 + step * 0.01)});
+    check(w.close(false), "eval");
+  }
+  // damaged: the last record cut short.
+  {
+    double t0 = 1700000010.0;
+    event_file_writer w;
+    auto path = file_in(dir + "/damaged", t0);
+    check(w.create_at(path, t0, false), "damaged");
+    for (int step = 0; step < 50; ++step)
+      w.append(
+          scalar_event{t0 + step, step, "loss", static_cast<float>(3.0 - step * 0.05)});
+    check(w.close(false), "damaged");
+    auto size = std::filesystem::file_size(path);
+    std::filesystem::resize_file(path, size - 7);
+  }
+}
+
+void append(const std::string& path, int64_t step, int64_t count) {
+  if (!std::filesystem::is_regular_file(path))
+    fail("no event file '" + path + "'");
+  std::string buf;
+  event_encoder enc;
+  for (int64_t i = 0; i < count; ++i)
+    enc.append_scalar(buf, 1700001000.0 + static_cast<double>(step + i), step + i, "loss",
+                      static_cast<float>(0.5 + 0.001 * static_cast<double>(i)));
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << buf;
+  out.close();
+  if (!out)
+    fail("cannot append to '" + path + "'");
+}
+
+void big(const std::string& dir, int runs, int tags, int points) {
+  for (int r = 0; r < runs; ++r) {
+    lcg rng{static_cast<uint64_t>(r + 1)};
+    double t0 = 1700000000.0 + r;
+    event_file_writer w;
+    auto run = dir + "/run" + std::to_string(r);
+    check(w.create_at(file_in(run, t0), t0, false), run);
+    for (int p = 0; p < points; ++p)
+      for (int t = 0; t < tags; ++t)
+        w.append(scalar_event{t0 + 1 + p * 0.01, p, "group/tag" + std::to_string(t),
+                              static_cast<float>((1 + t) * std::exp(-p / (points / 4.0)) +
+                                                 0.1 * rng.next() + 0.05 * r)});
+    check(w.close(false), run);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 2 && args[0] == "full") {
+    full(args[1]);
+  } else if (args.size() == 4 && args[0] == "append") {
+    append(args[1], std::stoll(args[2]), std::stoll(args[3]));
+  } else if (args.size() == 5 && args[0] == "big") {
+    big(args[1], std::stoi(args[2]), std::stoi(args[3]), std::stoi(args[4]));
+  } else {
+    std::cerr
+        << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | big DIR "
+           "RUNS TAGS POINTS\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,33 @@
+# quern-board's html and serve pages checked in a real browser: Debian's
+# chromium-headless-shell driven over its DevTools pipe by a node script
+# (node's own modules only). A missing browser fails these tests.
+
+# Writes the tests' log directories with quern's writer (no checked-in files).
+add_executable(quern_test_board_logdir ${CMAKE_CURRENT_LIST_DIR}/make_logdir.cpp)
+target_link_libraries(quern_test_board_logdir PRIVATE quern::logging quern_warnings)
+
+if(TARGET quern-board)
+  set(quern_board_test_out ${CMAKE_CURRENT_BINARY_DIR}/board)
+  set(quern_board_test_args
+      --board $<TARGET_FILE:quern-board>
+      --helper $<TARGET_FILE:quern_test_board_logdir>
+      --chromium chromium-headless-shell)
+  foreach(mode html serve)
+    add_test(NAME board.browser.${mode}
+             COMMAND node ${CMAKE_CURRENT_LIST_DIR}/board_browser_test.js ${mode}
+                     ${quern_board_test_args} --out ${quern_board_test_out}/${mode})
+    set_tests_properties(board.browser.${mode} PROPERTIES TIMEOUT 300 LABELS browser)
+  endforeach()
+  # The flagship's report (make demo's csv_pipeline run); the example's
+  # target may carry the quern_example_ prefix.
+  foreach(example quern_example_csv_pipeline csv_pipeline)
+    if(TARGET ${example})
+      add_test(NAME board.browser.flagship
+               COMMAND node ${CMAKE_CURRENT_LIST_DIR}/board_browser_test.js flagship
+                       ${quern_board_test_args} --example $<TARGET_FILE:${example}>
+                       --out ${quern_board_test_out}/flagship)
+      set_tests_properties(board.browser.flagship PROPERTIES TIMEOUT 300 LABELS browser)
+      break()
+    endif()
+  endforeach()
+endif()

@@ -1,0 +1,249 @@
+#include "page.hpp"
+
+#include <cstring>
+
+#include "quern/error.hpp"
+#include "text.hpp"
+
+namespace quern::board {
+
+namespace embedded {
+extern const char* const dygraph_js;
+extern const char* const dygraph_css;
+extern const char* const page_js;
+extern const char* const page_css;
+} // namespace embedded
+
+namespace {
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+
+uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+// Steps: zigzag varints of the differences (mostly one byte each).
+std::string encode_steps(const std::vector<int64_t>& steps) {
+  std::string out;
+  uint64_t prev = 0;
+  for (auto s : steps) {
+    auto u = static_cast<uint64_t>(s);
+    put_varint(out, zigzag(static_cast<int64_t>(u - prev)));
+    prev = u;
+  }
+  return out;
+}
+
+// Wall times exactly: the differences of the high and the low 32 bits of
+// each double's bit pattern, as zigzag varints. Neighbouring times share
+// their high bits, so a point takes 3-5 bytes instead of 8, and the page
+// decodes them with plain (53-bit exact) numbers.
+std::string encode_walls(const std::vector<double>& walls) {
+  std::string out;
+  int64_t prev_hi = 0;
+  int64_t prev_lo = 0;
+  for (auto w : walls) {
+    uint64_t bits;
+    std::memcpy(&bits, &w, sizeof bits);
+    auto hi = static_cast<int64_t>(bits >> 32);
+    auto lo = static_cast<int64_t>(bits & 0xffffffffu);
+    put_varint(out, zigzag(hi - prev_hi));
+    put_varint(out, zigzag(lo - prev_lo));
+    prev_hi = hi;
+    prev_lo = lo;
+  }
+  return out;
+}
+
+// Values: the float32 bytes, little-endian (exact, as written).
+std::string encode_values(const std::vector<float>& values) {
+  std::string out;
+  out.reserve(values.size() * 4);
+  for (auto v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int i = 0; i < 4; ++i)
+      out += static_cast<char>((bits >> (8 * i)) & 0xff);
+  }
+  return out;
+}
+
+std::string relative_path(const std::string& path, const std::string& logdir) {
+  auto prefix = logdir;
+  while (prefix.size() > 1 && prefix.back() == '/')
+    prefix.pop_back();
+  prefix += '/';
+  if (path.compare(0, prefix.size(), prefix) == 0)
+    return path.substr(prefix.size());
+  return path;
+}
+
+std::string image_mime(const image_data& img) {
+  auto& e = img.encoded;
+  if (e.size() >= 8 && e.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0)
+    return "image/png";
+  if (e.size() >= 3 && e.compare(0, 3, "\xff\xd8\xff") == 0)
+    return "image/jpeg";
+  if (e.size() >= 6 && (e.compare(0, 6, "GIF87a") == 0 || e.compare(0, 6, "GIF89a") == 0))
+    return "image/gif";
+  return "application/octet-stream";
+}
+
+} // namespace
+
+std::string page_data(const std::vector<run_report>& runs, const page_options& opt,
+                      const std::string& version) {
+  std::string out = "{\"title\":" + json_string(opt.title) +
+                    ",\"live\":" + (opt.live ? "true" : "false") +
+                    ",\"reload\":" + std::to_string(opt.reload_ms) +
+                    ",\"version\":" + json_string(version) + ",\"runs\":[";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    auto& rep = runs[r];
+    out += r ? "," : "";
+    out += "{\"name\":" + json_string(rep.run) +
+           ",\"start\":" + json_number(rep.start_time) + ",\"files\":[";
+    for (size_t i = 0; i < rep.files.size(); ++i) {
+      auto& f = rep.files[i];
+      out += i ? "," : "";
+      out += "{\"path\":" + json_string(relative_path(f.path, opt.logdir)) +
+             ",\"records\":" + std::to_string(f.records) +
+             ",\"version\":" + json_string(f.version) + "}";
+    }
+    // What `inspect` reports as wrong: damaged records and steps going back.
+    out += "],\"problems\":[";
+    bool first = true;
+    for (auto& f : rep.files) {
+      if (!f.error)
+        continue;
+      out += first ? "" : ",";
+      first = false;
+      out += json_string(relative_path(f.path, opt.logdir) + ": DAMAGED: " +
+                         render(f.error) + " (" + std::to_string(f.records) + " record" +
+                         (f.records == 1 ? "" : "s") + " read before it)");
+    }
+    for (auto& [tag, st] : rep.tags) {
+      if (st.out_of_order == 0)
+        continue;
+      out += first ? "" : ",";
+      first = false;
+      out += json_string(tag + ": out-of-order steps " + std::to_string(st.out_of_order));
+    }
+    out += "],\"other\":{";
+    first = true;
+    for (auto& [name, count] : rep.other_events) {
+      out += first ? "" : ",";
+      first = false;
+      out += json_string(name) + ":" + std::to_string(count);
+    }
+    out += "}}";
+  }
+  out += "],\"scalars\":[";
+  bool first = true;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (auto& [tag, s] : runs[r].scalars) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
+             ",\"n\":" + std::to_string(s.steps.size()) + ",\"steps\":\"" +
+             base64(encode_steps(s.steps)) + "\",\"walls\":\"" +
+             base64(encode_walls(s.walls)) + "\",\"values\":\"" +
+             base64(encode_values(s.values)) + "\"}";
+    }
+  }
+  out += "],\"histograms\":[";
+  first = true;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (auto& [tag, points] : runs[r].histograms) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
+             ",\"points\":[";
+      for (size_t i = 0; i < points.size(); ++i) {
+        out += i ? "," : "";
+        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall);
+        for (double b : compress_histogram(points[i].value))
+          out += "," + json_number(b);
+        out += "]";
+      }
+      out += "]}";
+    }
+  }
+  out += "],\"texts\":[";
+  first = true;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (auto& [tag, points] : runs[r].texts) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
+             ",\"points\":[";
+      for (size_t i = 0; i < points.size(); ++i) {
+        out += i ? "," : "";
+        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall) +
+               "," + json_string(points[i].value) + "]";
+      }
+      out += "]}";
+    }
+  }
+  out += "],\"images\":[";
+  first = true;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (auto& [tag, points] : runs[r].images) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
+             ",\"points\":[";
+      for (size_t i = 0; i < points.size(); ++i) {
+        auto& img = points[i].value;
+        out += i ? "," : "";
+        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall) +
+               "," + std::to_string(img.width) + "," + std::to_string(img.height) +
+               ",\"data:" + image_mime(img) + ";base64," + base64(img.encoded) + "\"]";
+      }
+      out += "]}";
+    }
+  }
+  out += "]}";
+  return out;
+}
+
+std::string render_page(const std::vector<run_report>& runs, const page_options& opt,
+                        const std::string& version) {
+  // Nothing may leave the page: the policy blocks (and the browser reports)
+  // any load but inline code, inline styles and data: images; a served page
+  // may also ask its own server for new data.
+  std::string csp = "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                    "'unsafe-inline'; img-src data: blob:";
+  if (opt.live)
+    csp += "; connect-src 'self'";
+  std::string out;
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"" + csp + "\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += "<link rel=\"icon\" href=\"data:,\">\n";
+  out += "<title>" + html_escape(opt.title) + " - quern-board</title>\n";
+  out += "<style>\n";
+  out += embedded::dygraph_css;
+  out += "\n";
+  out += embedded::page_css;
+  out += "</style>\n</head>\n<body>\n";
+  out += "<header><h1>" + html_escape(opt.title) +
+         "</h1><span id=\"status\"></span></header>\n";
+  out += "<div id=\"controls\"></div>\n<div id=\"runs\"></div>\n<main "
+         "id=\"cards\"></main>\n";
+  out += "<script type=\"application/json\" id=\"quern-data\">";
+  out += page_data(runs, opt, version);
+  out += "</script>\n<script>\n";
+  out += embedded::dygraph_js;
+  out += "\n</script>\n<script>\n";
+  out += embedded::page_js;
+  out += "\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+} // namespace quern::board

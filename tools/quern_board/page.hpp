@@ -1,0 +1,32 @@
+#pragma once
+
+// The html page: dygraphs and quern's page script embedded, the log
+// directory's data inline (no server, no network).
+
+#include <string>
+#include <vector>
+
+#include "logdir.hpp"
+
+namespace quern::board {
+
+struct page_options {
+  /// Shown in the title (the log directory's name).
+  std::string title;
+  /// The log directory as given: file paths in the page are relative to it.
+  std::string logdir;
+  /// serve: the page asks the server for new data every reload_ms.
+  bool live = false;
+  int reload_ms = 2000;
+};
+
+/// The data of the page as JSON (also what `serve` answers on /data);
+/// `version` tells the page whether anything changed.
+std::string page_data(const std::vector<run_report>& runs, const page_options& opt,
+                      const std::string& version);
+
+/// The whole page.
+std::string render_page(const std::vector<run_report>& runs, const page_options& opt,
+                        const std::string& version);
+
+} // namespace quern::board

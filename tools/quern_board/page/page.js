@@ -1,0 +1,804 @@
+// quern-board's page: TensorBoard's scalar view over the data inlined in
+// #quern-data (or, when served, fetched again from the server), drawn with
+// dygraphs. Every number is computed on every point; only what is drawn is
+// thinned.
+'use strict';
+(function () {
+  // Colours that stand apart from each other and from dygraphs' grey grid.
+  const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b',
+    '#e377c2', '#17becf', '#bcbd22', '#393b79', '#ad494a', '#637939'];
+  // Buckets per series when thinning what is drawn (first, min, max and last
+  // of each bucket are kept, so spikes survive).
+  const DRAW_BUCKETS = 600;
+  const TB_DEFAULT_SMOOTHING = 0.6;
+
+  const state = {
+    smoothing: TB_DEFAULT_SMOOTHING,
+    x: 'step',
+    log: false,
+    outliers: true,
+    runRegex: '',
+    tagRegex: '',
+    hidden: new Set(),
+  };
+  let data = null;
+  let model = null;
+  const charts = new Map(); // tag -> {g, div, readout}
+  const quern = { reloads: 0, firstChartMs: null, errors: [] };
+  window.quern = quern;
+
+  // -- decoding (the encodings of tools/quern_board/page.cpp) --
+
+  function unbase64(s) {
+    const bin = atob(s);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  // Zigzag varints into plain numbers (exact below 2^53).
+  function readVarints(bytes, count) {
+    const out = new Float64Array(count);
+    let p = 0;
+    for (let i = 0; i < count; i++) {
+      let v = 0, mul = 1, b;
+      do {
+        b = bytes[p++];
+        v += (b & 127) * mul;
+        mul *= 128;
+      } while (b & 128);
+      out[i] = v % 2 === 1 ? -(v + 1) / 2 : v / 2;
+    }
+    return out;
+  }
+
+  function decodeSteps(b64, n) {
+    const d = readVarints(unbase64(b64), n);
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      s += d[i];
+      d[i] = s;
+    }
+    return d;
+  }
+
+  function decodeWalls(b64, n) {
+    const d = readVarints(unbase64(b64), 2 * n);
+    const out = new Float64Array(n);
+    const dv = new DataView(new ArrayBuffer(8));
+    let hi = 0, lo = 0;
+    for (let i = 0; i < n; i++) {
+      hi += d[2 * i];
+      lo += d[2 * i + 1];
+      dv.setUint32(0, lo, true);
+      dv.setUint32(4, hi, true);
+      out[i] = dv.getFloat64(0, true);
+    }
+    return out;
+  }
+
+  function decodeValues(b64, n) {
+    const bytes = unbase64(b64);
+    const dv = new DataView(bytes.buffer);
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) out[i] = dv.getFloat32(4 * i, true);
+    return out;
+  }
+
+  // -- TensorBoard's numbers --
+
+  // classicSmoothing (TensorBoard line_chart_v2/data_transformer.ts): a
+  // debiased exponential moving average; non-finite points pass through
+  // and are not counted; a constant series is returned as it is.
+  function smooth(ys, weight) {
+    let w = Number(weight);
+    if (!Number.isFinite(w)) w = 0;
+    w = Math.min(Math.max(w, 0), 1);
+    const n = ys.length;
+    const out = new Float64Array(n);
+    let constant = true;
+    for (let i = 1; i < n; i++) if (ys[i] !== ys[0]) { constant = false; break; }
+    let last = 0, count = 0;
+    for (let i = 0; i < n; i++) {
+      const y = ys[i];
+      if (constant || !Number.isFinite(y)) {
+        out[i] = y;
+        continue;
+      }
+      last = last * w + (1 - w) * y;
+      count++;
+      out[i] = last / (w === 1 ? 1 : 1 - Math.pow(w, count));
+    }
+    return out;
+  }
+
+  // d3.quantile (R-7) of sorted values.
+  function quantile(sorted, p) {
+    const h = (sorted.length - 1) * p;
+    const lo = Math.floor(h);
+    const a = sorted[lo];
+    return lo + 1 < sorted.length ? a + (h - lo) * (sorted[lo + 1] - a) : a;
+  }
+
+  // computeDataSeriesExtent: with ignore outliers, the y extent of the
+  // values between the 5th and 95th percentiles of every visible point.
+  function yExtent(arrays, ignoreOutliers, positiveOnly) {
+    let total = 0;
+    for (const a of arrays) total += a.length;
+    let ys = new Float64Array(total);
+    let k = 0;
+    for (const a of arrays)
+      for (let i = 0; i < a.length; i++) {
+        const y = a[i];
+        if (Number.isFinite(y) && (!positiveOnly || y > 0)) ys[k++] = y;
+      }
+    ys = ys.subarray(0, k).sort();
+    if (ys.length === 0) return null;
+    if (ignoreOutliers && ys.length > 2) {
+      const a = quantile(ys, 0.05), b = quantile(ys, 0.95);
+      let lo = 0, hi = ys.length - 1;
+      while (ys[lo] < a) lo++;
+      while (ys[hi] > b) hi--;
+      return [ys[lo], ys[hi]];
+    }
+    return [ys[0], ys[ys.length - 1]];
+  }
+
+  // -- the exact text of `quern-board export` --
+
+  function csvField(s) {
+    if (!/[,"\n\r]/.test(s)) return s;
+    return '"' + s.replace(/"/g, '""') + '"';
+  }
+
+  function exactParts(ax) {
+    const dv = new DataView(new ArrayBuffer(8));
+    dv.setFloat64(0, ax);
+    const hi = dv.getUint32(0), lo = dv.getUint32(4);
+    const bexp = (hi >>> 20) & 0x7ff;
+    let mant = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+    if (bexp === 0) return [mant, -1074];
+    return [mant | (1n << 52n), bexp - 1075];
+  }
+
+  // Whether the decimal "d.ddde±x" is exactly the double ax.
+  function exactlyEquals(ax, text) {
+    const m = /^(\d)\.(\d+)e([+-]\d+)$/.exec(text);
+    const p = parseInt(m[3], 10) - m[2].length;
+    let [L, q] = exactParts(ax);
+    let R = BigInt(m[1] + m[2]);
+    if (q >= 0) L <<= BigInt(q); else R <<= BigInt(-q);
+    if (p >= 0) R *= 10n ** BigInt(p); else L *= 10n ** BigInt(-p);
+    return L === R;
+  }
+
+  // printf("%.9g"): JavaScript rounds exact ties away from zero, C to even.
+  function formatValue(x) {
+    if (Number.isNaN(x)) return 'nan';
+    if (x === Infinity) return 'inf';
+    if (x === -Infinity) return '-inf';
+    if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+    const neg = x < 0, ax = Math.abs(x);
+    let s = ax.toExponential(8);
+    const t = ax.toExponential(9);
+    if (t[10] === '5' && parseInt(t[9], 10) % 2 === 0 && exactlyEquals(ax, t))
+      s = t.slice(0, 10) + t.slice(11);
+    const e = s.indexOf('e');
+    const exp = parseInt(s.slice(e + 1), 10);
+    const digits = s[0] + s.slice(2, e);
+    let out;
+    if (exp < -4 || exp >= 9) {
+      const mant = (digits[0] + '.' + digits.slice(1)).replace(/\.?0+$/, '');
+      out = mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+    } else if (exp >= 0) {
+      const ip = digits.slice(0, exp + 1), fp = digits.slice(exp + 1).replace(/0+$/, '');
+      out = fp ? ip + '.' + fp : ip;
+    } else {
+      out = '0.' + '0'.repeat(-exp - 1) + digits.replace(/0+$/, '');
+    }
+    return (neg ? '-' : '') + out;
+  }
+
+  // std::to_chars(fixed): the shortest digits that read back the same,
+  // never in exponent form.
+  function formatWall(x) {
+    if (Number.isNaN(x)) return 'nan';
+    if (x === Infinity) return 'inf';
+    if (x === -Infinity) return '-inf';
+    if (Object.is(x, -0)) return '-0';
+    if (Math.abs(x) >= 2 ** 53) return BigInt(x).toString();
+    const s = String(x);
+    const e = s.indexOf('e');
+    if (e < 0) return s;
+    const neg = s[0] === '-';
+    const m = s.slice(neg ? 1 : 0, e), exp = parseInt(s.slice(e + 1), 10);
+    const dot = m.indexOf('.');
+    const digits = dot < 0 ? m : m.slice(0, dot) + m.slice(dot + 1);
+    const point = (dot < 0 ? m.length : dot) + exp;
+    let out;
+    if (point <= 0) out = '0.' + '0'.repeat(-point) + digits;
+    else if (point >= digits.length) out = digits + '0'.repeat(point - digits.length);
+    else out = digits.slice(0, point) + '.' + digits.slice(point);
+    return (neg ? '-' : '') + out;
+  }
+
+  function seriesCsv(s) {
+    const head = csvField(model.runs[s.run].name) + ',' + csvField(s.tag) + ',';
+    const lines = ['run,tag,step,wall_time,value'];
+    for (let i = 0; i < s.n; i++)
+      lines.push(head + s.stepText(i) + ',' + formatWall(s.walls[i]) + ',' +
+        formatValue(s.values[i]));
+    return lines.join('\n') + '\n';
+  }
+
+  // -- the model --
+
+  function buildModel(d) {
+    const m = { runs: d.runs, byTag: new Map(), hist: new Map(), texts: new Map(),
+      images: new Map() };
+    d.runs.forEach((r, i) => { r.color = PALETTE[i % PALETTE.length]; });
+    for (const s of d.scalars) {
+      const steps = decodeSteps(s.steps, s.n);
+      const series = {
+        run: s.run, tag: s.tag, n: s.n, steps: steps,
+        walls: decodeWalls(s.walls, s.n), values: decodeValues(s.values, s.n),
+        smoothCache: null,
+        stepText: (i) => String(steps[i]),
+      };
+      if (!m.byTag.has(s.tag)) m.byTag.set(s.tag, []);
+      m.byTag.get(s.tag).push(series);
+    }
+    for (const [key, src] of [['hist', d.histograms], ['texts', d.texts], ['images', d.images]])
+      for (const s of src) {
+        if (!m[key].has(s.tag)) m[key].set(s.tag, []);
+        m[key].get(s.tag).push(s);
+      }
+    return m;
+  }
+
+  function smoothed(s) {
+    if (!s.smoothCache || s.smoothCache.w !== state.smoothing)
+      s.smoothCache = { w: state.smoothing, ys: smooth(s.values, state.smoothing) };
+    return s.smoothCache.ys;
+  }
+
+  function xOf(s, i) {
+    if (state.x === 'relative') return s.walls[i] - model.runs[s.run].start;
+    if (state.x === 'wall') return s.walls[i] * 1000;
+    return s.steps[i];
+  }
+
+  function compile(text) {
+    try {
+      return { re: text ? new RegExp(text) : null, error: null };
+    } catch (e) {
+      return { re: null, error: e.message };
+    }
+  }
+
+  function runVisible(i) {
+    if (state.hidden.has(model.runs[i].name)) return false;
+    const c = compile(state.runRegex);
+    return !c.re || c.re.test(model.runs[i].name);
+  }
+
+  function tagVisible(tag) {
+    const c = compile(state.tagRegex);
+    return !c.re || c.re.test(tag);
+  }
+
+  // Indices of the points drawn: all of them, or per bucket the first, the
+  // lowest, the highest and the last.
+  function drawnIndices(ys) {
+    const n = ys.length;
+    if (n <= 4 * DRAW_BUCKETS) return null;
+    const out = [];
+    for (let b = 0; b < DRAW_BUCKETS; b++) {
+      const lo = Math.floor(b * n / DRAW_BUCKETS), hi = Math.floor((b + 1) * n / DRAW_BUCKETS);
+      if (hi <= lo) continue;
+      let mn = lo, mx = lo;
+      for (let i = lo; i < hi; i++) {
+        if (ys[i] < ys[mn]) mn = i;
+        if (ys[i] > ys[mx]) mx = i;
+      }
+      const pick = [lo, mn, mx, hi - 1].sort((a, b) => a - b);
+      for (let k = 0; k < 4; k++) if (k === 0 || pick[k] !== pick[k - 1]) out.push(pick[k]);
+    }
+    return out;
+  }
+
+  // -- the charts --
+
+  function fmt(v) {
+    return Number.isFinite(v) ? Number(v.toPrecision(6)).toString() : String(v);
+  }
+
+  function isoTime(w) {
+    return Number.isFinite(w) ? new Date(w * 1000).toISOString().replace('T', ' ') : '';
+  }
+
+  function chartData(tag) {
+    const series = model.byTag.get(tag).filter((s) => runVisible(s.run));
+    const withSmooth = state.smoothing > 0;
+    const labels = ['x'];
+    const colors = [];
+    const opts = {};
+    const cols = [];
+    const mains = [];
+    for (const s of series) {
+      const run = model.runs[s.run];
+      const sm = smoothed(s);
+      mains.push(withSmooth ? sm : s.values);
+      const rawLabel = run.name;
+      labels.push(rawLabel);
+      colors.push(run.color);
+      opts[rawLabel] = withSmooth ? { strokeWidth: 1, color: run.color + '40' } :
+        { strokeWidth: 2, color: run.color };
+      cols.push({ s: s, ys: s.values });
+      if (withSmooth) {
+        const label = run.name + ' (smoothed)';
+        labels.push(label);
+        colors.push(run.color);
+        opts[label] = { strokeWidth: 2, color: run.color };
+        cols.push({ s: s, ys: sm });
+      }
+    }
+    // One row per x: every column's point at that x (null where it has none).
+    const entries = [];
+    let c0 = 0;
+    for (const s of series) {
+      const idx = drawnIndices(s.values);
+      const ncols = withSmooth ? 2 : 1;
+      const count = idx ? idx.length : s.n;
+      for (let k = 0; k < count; k++) {
+        const i = idx ? idx[k] : k;
+        entries.push([xOf(s, i), c0, s.values[i], withSmooth ? smoothed(s)[i] : null]);
+      }
+      c0 += ncols;
+    }
+    entries.sort((a, b) => a[0] - b[0]);
+    const rows = [];
+    for (const e of entries) {
+      let row = rows.length ? rows[rows.length - 1] : null;
+      if (!row || row[0] !== e[0] || row[e[1] + 1] !== null ||
+          (withSmooth && row[e[1] + 2] !== null)) {
+        row = new Array(cols.length + 1).fill(null);
+        row[0] = e[0];
+        rows.push(row);
+      }
+      row[e[1] + 1] = e[2];
+      if (withSmooth) row[e[1] + 2] = e[3];
+    }
+    const ext = yExtent(mains, state.outliers, state.log);
+    return { series, labels, colors, opts, rows, ext, drawn: entries.length };
+  }
+
+  function readout(card, x) {
+    const rows = [];
+    for (const s of card.d.series) {
+      // The point of each run nearest to x.
+      let best = -1, bd = Infinity;
+      for (let i = 0; i < s.n; i++) {
+        const dd = Math.abs(xOf(s, i) - x);
+        if (dd < bd) { bd = dd; best = i; }
+      }
+      if (best < 0) continue;
+      const run = model.runs[s.run];
+      rows.push('<tr><td><span class="swatch" style="background:' + run.color + '"></span>' +
+        esc(run.name) + '</td><td>' + fmt(smoothed(s)[best]) + '</td><td>' +
+        fmt(s.values[best]) + '</td><td>' + s.stepText(best) + '</td><td>' +
+        isoTime(s.walls[best]) + '</td><td>' + fmt(s.walls[best] - run.start) + ' s</td></tr>');
+    }
+    card.readout.innerHTML = rows.length ? '<table><tr><th>run</th><th>smoothed</th>' +
+      '<th>value</th><th>step</th><th>time (UTC)</th><th>relative</th></tr>' +
+      rows.join('') + '</table>' : '';
+  }
+
+  function esc(s) {
+    return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;',
+      '"': '&quot;' })[c]);
+  }
+
+  function download(name, text) {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
+  }
+
+  function xLabel() {
+    return state.x === 'step' ? 'step' : state.x === 'relative' ? 'relative time (s)' :
+      'wall time';
+  }
+
+  // Wall time: milliseconds on a date axis; step and relative: numbers.
+  function xAxisOptions() {
+    if (state.x === 'wall')
+      return { ticker: Dygraph.dateTicker, axisLabelFormatter: Dygraph.dateAxisLabelFormatter,
+        valueFormatter: (ms) => isoTime(ms / 1000) };
+    return { ticker: Dygraph.numericTicks, axisLabelFormatter: (v) => fmt(v),
+      valueFormatter: (v) => fmt(v) };
+  }
+
+  function drawScalarCard(tag, card) {
+    const d = chartData(tag);
+    card.d = d;
+    card.div.style.display = d.series.length ? '' : 'none';
+    if (!d.series.length) return;
+    let range = null;
+    if (d.ext) {
+      const [a, b] = d.ext;
+      const pad = state.log ? 0 : (b - a) * 0.05 || Math.abs(a) * 0.1 || 1;
+      range = state.log ? [a / 1.1, b * 1.1] : [a - pad, b + pad];
+    }
+    const options = {
+      labels: d.labels, colors: d.colors, series: d.opts, file: d.rows,
+      connectSeparatedPoints: true, legend: 'never', logscale: state.log,
+      valueRange: range, xlabel: xLabel(), animatedZooms: false,
+      axes: { x: xAxisOptions() },
+      highlightCallback: (e, x) => readout(card, state.x === 'wall' ? x : x),
+      unhighlightCallback: () => { card.readout.innerHTML = ''; },
+      width: card.plot.clientWidth || 560, height: 300,
+    };
+    if (card.g) {
+      card.g.updateOptions(options);
+    } else {
+      options.file = undefined;
+      card.g = new Dygraph(card.plot, d.rows, options);
+    }
+    if (quern.firstChartMs === null) quern.firstChartMs = performance.now();
+    // The download links: one CSV per run, as `quern-board export` writes it.
+    card.links.innerHTML = '';
+    for (const s of d.series) {
+      const a = document.createElement('button');
+      a.textContent = model.runs[s.run].name + '.csv';
+      a.title = 'quern-board export LOGDIR --run ' + model.runs[s.run].name + ' --tag ' + tag;
+      a.onclick = () => download('run-' + model.runs[s.run].name.replace(/[^\w.-]+/g, '_') +
+        '-tag-' + tag.replace(/[^\w.-]+/g, '_') + '.csv', seriesCsv(s));
+      card.links.appendChild(a);
+    }
+  }
+
+  function drawHistCard(tag, card) {
+    card.body.innerHTML = '';
+    card.gs = [];
+    for (const h of model.hist.get(tag)) {
+      if (!runVisible(h.run)) continue;
+      const run = model.runs[h.run];
+      const box = el('div', 'hist');
+      box.appendChild(el('div', 'histtitle', run.name));
+      const plot = el('div', 'plot small');
+      box.appendChild(plot);
+      card.body.appendChild(box);
+      // TensorBoard's distribution view: nested bands between the basis
+      // points (0/100, 6.68/93.32, 15.87/84.13, 30.85/69.15 %) around the median.
+      const rows = h.points.map((p) => {
+        const x = state.x === 'step' ? p[0] : state.x === 'wall' ? p[1] * 1000 : p[1] - run.start;
+        const b = p.slice(2);
+        return [x, [b[0], b[4], b[8]], [b[1], b[4], b[7]], [b[2], b[4], b[6]], [b[3], b[4], b[5]]];
+      }).sort((a, b) => a[0] - b[0]);
+      const g = new Dygraph(plot, rows, {
+        labels: ['x', '0-100%', '6.68-93.32%', '15.87-84.13%', '30.85-69.15%'],
+        customBars: true, fillAlpha: 0.2, colors: [run.color, run.color, run.color, run.color],
+        legend: 'follow', xlabel: xLabel(), width: 360, height: 200, animatedZooms: false,
+        axes: { x: xAxisOptions() },
+      });
+      card.gs.push(g);
+    }
+    card.div.style.display = card.gs.length ? '' : 'none';
+  }
+
+  function drawTextCard(tag, card) {
+    const rows = [];
+    for (const t of model.texts.get(tag)) {
+      if (!runVisible(t.run)) continue;
+      const run = model.runs[t.run];
+      for (const p of t.points)
+        rows.push('<tr><td><span class="swatch" style="background:' + run.color + '"></span>' +
+          esc(run.name) + '</td><td>' + p[0] + '</td><td><pre>' + esc(p[2]) + '</pre></td></tr>');
+    }
+    card.body.innerHTML = rows.length ? '<table class="text"><tr><th>run</th><th>step</th>' +
+      '<th>text</th></tr>' + rows.join('') + '</table>' : '';
+    card.div.style.display = rows.length ? '' : 'none';
+  }
+
+  function drawImageCard(tag, card) {
+    card.body.innerHTML = '';
+    let shown = 0;
+    for (const t of model.images.get(tag)) {
+      if (!runVisible(t.run)) continue;
+      const run = model.runs[t.run];
+      for (const p of t.points) {
+        const f = el('figure');
+        const img = document.createElement('img');
+        img.src = p[4];
+        img.width = p[2];
+        img.height = p[3];
+        img.alt = tag + ' ' + run.name + ' step ' + p[0];
+        f.appendChild(img);
+        f.appendChild(el('figcaption', '', run.name + ', step ' + p[0]));
+        card.body.appendChild(f);
+        shown++;
+      }
+    }
+    card.div.style.display = shown ? '' : 'none';
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // -- layout --
+
+  function groupOf(tag) {
+    const i = tag.indexOf('/');
+    return i < 0 ? tag : tag.slice(0, i);
+  }
+
+  function buildCards() {
+    const main = document.getElementById('cards');
+    main.innerHTML = '';
+    charts.clear();
+    const kinds = [['scalars', model.byTag, drawScalarCard, 'chart'],
+      ['histograms', model.hist, drawHistCard, 'distribution over steps'],
+      ['texts', model.texts, drawTextCard, 'text'], ['images', model.images, drawImageCard, 'images']];
+    const groups = new Map();
+    for (const [kind, map, draw, label] of kinds)
+      for (const tag of map.keys()) {
+        const g = groupOf(tag);
+        if (!groups.has(g)) groups.set(g, []);
+        groups.get(g).push({ kind, tag, draw, label });
+      }
+    for (const name of [...groups.keys()].sort()) {
+      const section = el('section', 'group');
+      section.appendChild(el('h2', '', name));
+      const items = groups.get(name).sort((a, b) => a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0);
+      for (const it of items) {
+        const div = el('div', 'card ' + it.kind);
+        div.dataset.tag = it.tag;
+        div.dataset.kind = it.kind;
+        div.appendChild(el('h3', '', it.tag));
+        const card = { div, kind: it.kind, draw: it.draw, tag: it.tag };
+        if (it.kind === 'scalars') {
+          card.plot = el('div', 'plot');
+          card.readout = el('div', 'readout');
+          card.links = el('div', 'links');
+          div.appendChild(card.plot);
+          div.appendChild(card.readout);
+          div.appendChild(card.links);
+        } else {
+          div.appendChild(el('div', 'kind', it.label));
+          card.body = el('div', 'body');
+          div.appendChild(card.body);
+        }
+        section.appendChild(div);
+        charts.set(it.kind + ':' + it.tag, card);
+      }
+      main.appendChild(section);
+    }
+  }
+
+  function drawAll() {
+    for (const card of charts.values()) {
+      const visible = tagVisible(card.tag);
+      if (!visible) {
+        card.div.style.display = 'none';
+        continue;
+      }
+      card.div.style.display = '';
+      try {
+        card.draw(card.tag, card);
+      } catch (e) {
+        quern.errors.push(card.tag + ': ' + e.message);
+        throw e;
+      }
+    }
+    const groups = document.querySelectorAll('section.group');
+    for (const g of groups) {
+      const any = [...g.querySelectorAll('.card')].some((c) => c.style.display !== 'none');
+      g.style.display = any ? '' : 'none';
+    }
+  }
+
+  function buildRuns() {
+    const div = document.getElementById('runs');
+    const rows = model.runs.map((r, i) => {
+      const points = [...model.byTag.values()].flat().filter((s) => s.run === i)
+        .reduce((a, s) => a + s.n, 0);
+      const problems = r.problems.length ? '<ul class="problems">' +
+        r.problems.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '';
+      const other = Object.keys(r.other).map((k) => esc(k) + ' ' + r.other[k]).join(', ');
+      return '<tr data-run="' + esc(r.name) + '"><td><input type="checkbox" data-i="' + i +
+        '"' + (state.hidden.has(r.name) ? '' : ' checked') + '></td><td><span class="swatch"' +
+        ' style="background:' + r.color + '"></span>' + esc(r.name) + '</td><td>' +
+        isoTime(r.start) + '</td><td>' + r.files.length + '</td><td>' + points +
+        '</td><td>' + other + problems + '</td></tr>';
+    });
+    div.innerHTML = '<table><tr><th></th><th>run</th><th>started (UTC)</th><th>files</th>' +
+      '<th>scalar points</th><th>notes</th></tr>' + rows.join('') + '</table>';
+    for (const cb of div.querySelectorAll('input[type=checkbox]'))
+      cb.onchange = () => {
+        const name = model.runs[Number(cb.dataset.i)].name;
+        if (cb.checked) state.hidden.delete(name); else state.hidden.add(name);
+        drawAll();
+      };
+    const bad = model.runs.filter((r) => r.problems.length).length;
+    document.getElementById('status').textContent = model.runs.length + ' run' +
+      (model.runs.length === 1 ? '' : 's') + (bad ? ', ' + bad + ' with problems' : '') +
+      (data.live ? ' - live' : '');
+  }
+
+  function buildControls() {
+    const c = document.getElementById('controls');
+    c.innerHTML =
+      '<label>Runs <input id="run-re" placeholder="regular expression"></label>' +
+      '<label>Tags <input id="tag-re" placeholder="regular expression"></label>' +
+      '<label>Smoothing <input id="smoothing" type="range" min="0" max="0.999" step="0.001">' +
+      '<input id="smoothing-n" type="number" min="0" max="0.999" step="0.001"></label>' +
+      '<label>X axis <select id="x-axis"><option value="step">step</option>' +
+      '<option value="relative">relative</option><option value="wall">wall time</option>' +
+      '</select></label>' +
+      '<label><input id="log-y" type="checkbox"> log y</label>' +
+      '<label><input id="outliers" type="checkbox"> ignore outliers</label>' +
+      '<span id="filter-error"></span>';
+    const $ = (id) => document.getElementById(id);
+    $('run-re').value = state.runRegex;
+    $('tag-re').value = state.tagRegex;
+    $('smoothing').value = state.smoothing;
+    $('smoothing-n').value = state.smoothing;
+    $('x-axis').value = state.x;
+    $('log-y').checked = state.log;
+    $('outliers').checked = state.outliers;
+    const filters = () => {
+      const r = compile($('run-re').value), t = compile($('tag-re').value);
+      $('filter-error').textContent = r.error ? 'runs: ' + r.error : t.error ? 'tags: ' +
+        t.error : '';
+      if (r.error || t.error) return;
+      state.runRegex = $('run-re').value;
+      state.tagRegex = $('tag-re').value;
+      drawAll();
+    };
+    $('run-re').oninput = filters;
+    $('tag-re').oninput = filters;
+    const setSmoothing = (v) => {
+      const w = Math.min(Math.max(Number(v) || 0, 0), 0.999);
+      state.smoothing = w;
+      $('smoothing').value = w;
+      $('smoothing-n').value = w;
+      drawAll();
+    };
+    $('smoothing').oninput = () => setSmoothing($('smoothing').value);
+    $('smoothing-n').onchange = () => setSmoothing($('smoothing-n').value);
+    $('x-axis').onchange = () => { state.x = $('x-axis').value; drawAll(); };
+    $('log-y').onchange = () => { state.log = $('log-y').checked; drawAll(); };
+    $('outliers').onchange = () => { state.outliers = $('outliers').checked; drawAll(); };
+  }
+
+  // Settings from the address's fragment: #smoothing=0.9&x=relative&log=1&
+  // outliers=0&run=REGEX&tag=REGEX (links to a view; used by the tests).
+  function readFragment() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    if (params.has('smoothing')) state.smoothing = Math.min(Math.max(
+      Number(params.get('smoothing')) || 0, 0), 0.999);
+    if (['step', 'relative', 'wall'].includes(params.get('x'))) state.x = params.get('x');
+    if (params.has('log')) state.log = params.get('log') === '1';
+    if (params.has('outliers')) state.outliers = params.get('outliers') !== '0';
+    if (params.has('run') && !compile(params.get('run')).error) state.runRegex = params.get('run');
+    if (params.has('tag') && !compile(params.get('tag')).error) state.tagRegex = params.get('tag');
+    return params.has('selftest');
+  }
+
+  // -- what the tests read back --
+
+  function hexRgb(c) {
+    return [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+  }
+
+  // Pixels of each run's colour on a chart's canvas.
+  function colourPixels(card) {
+    const out = {};
+    const canvas = card.g && card.g.hidden_;
+    if (!canvas) return out;
+    const ctx = canvas.getContext('2d');
+    const img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    for (const s of card.d.series) {
+      const run = model.runs[s.run];
+      const [r, g, b] = hexRgb(run.color);
+      let count = 0;
+      for (let i = 0; i < img.length; i += 4)
+        if (img[i + 3] === 255 && Math.abs(img[i] - r) <= 2 && Math.abs(img[i + 1] - g) <= 2 &&
+            Math.abs(img[i + 2] - b) <= 2) count++;
+      out[run.name] = count;
+    }
+    return out;
+  }
+
+  quern.state = state;
+  quern.smooth = (ys, w) => Array.from(smooth(Float64Array.from(ys), w));
+  quern.csv = (run, tag) => {
+    const s = (model.byTag.get(tag) || []).find((x) => model.runs[x.run].name === run);
+    return s ? seriesCsv(s) : null;
+  };
+  quern.formatValue = formatValue;
+  quern.formatWall = formatWall;
+  // Smoothed values of a series at the given steps (the first point at each).
+  quern.smoothedAt = (run, tag, steps) => {
+    const s = (model.byTag.get(tag) || []).find((x) => model.runs[x.run].name === run);
+    if (!s) return null;
+    const sm = smoothed(s);
+    return steps.map((st) => {
+      for (let i = 0; i < s.n; i++) if (s.steps[i] === st) return sm[i];
+      return null;
+    });
+  };
+  quern.selftest = () => {
+    const out = {
+      title: data.title, version: data.version, reloads: quern.reloads,
+      firstChartMs: quern.firstChartMs, smoothing: state.smoothing, x: state.x,
+      log: state.log, outliers: state.outliers, errors: quern.errors,
+      runs: model.runs.map((r) => ({ name: r.name, color: r.color, problems: r.problems })),
+      charts: [], histograms: [], texts: [], images: [],
+    };
+    for (const card of charts.values()) {
+      const shown = card.div.style.display !== 'none';
+      if (card.kind === 'scalars') {
+        out.charts.push({
+          tag: card.tag, shown,
+          series: card.d ? card.d.series.map((s) => ({ run: model.runs[s.run].name, points: s.n,
+            last: s.values[s.n - 1], lastSmoothed: smoothed(s)[s.n - 1] })) : [],
+          drawn: card.d ? card.d.drawn : 0, rows: card.d ? card.d.rows.length : 0,
+          yExtent: card.d ? card.d.ext : null,
+          pixels: shown && card.g ? colourPixels(card) : {},
+        });
+      } else if (card.kind === 'histograms') {
+        out.histograms.push({ tag: card.tag, shown, charts: (card.gs || []).length });
+      } else if (card.kind === 'texts') {
+        out.texts.push({ tag: card.tag, shown, rows: card.body.querySelectorAll('tr').length - 1 });
+      } else {
+        out.images.push({ tag: card.tag, shown, images: card.body.querySelectorAll('img').length });
+      }
+    }
+    return out;
+  };
+
+  // -- start, and (served) reload --
+
+  function load(d) {
+    data = d;
+    model = buildModel(d);
+    buildRuns();
+    buildCards();
+    drawAll();
+  }
+
+  async function poll() {
+    try {
+      const r = await fetch('data?have=' + encodeURIComponent(data.version),
+        { cache: 'no-store' });
+      if (r.status === 200) {
+        load(await r.json());
+        quern.reloads++;
+      }
+    } catch (e) {
+      document.getElementById('status').textContent = 'server unreachable: ' + e.message;
+    }
+    setTimeout(poll, data.reload);
+  }
+
+  const selftest = readFragment();
+  buildControls();
+  load(JSON.parse(document.getElementById('quern-data').textContent));
+  document.body.dataset.ready = '1';
+  if (selftest) {
+    const pre = el('pre');
+    pre.id = 'quern-selftest';
+    pre.textContent = JSON.stringify(quern.selftest());
+    document.body.appendChild(pre);
+  }
+  if (data.live) setTimeout(poll, data.reload);
+})();
