@@ -347,7 +347,9 @@
     const entries = [];
     let c0 = 0;
     for (const s of series) {
-      const idx = drawnIndices(s.values);
+      // The values never change, so neither do the points drawn.
+      if (s.drawn === undefined) s.drawn = drawnIndices(s.values);
+      const idx = s.drawn;
       const ncols = withSmooth ? 2 : 1;
       const count = idx ? idx.length : s.n;
       for (let k = 0; k < count; k++) {
@@ -690,7 +692,7 @@
     if (params.has('outliers')) state.outliers = params.get('outliers') !== '0';
     if (params.has('run') && !compile(params.get('run')).error) state.runRegex = params.get('run');
     if (params.has('tag') && !compile(params.get('tag')).error) state.tagRegex = params.get('tag');
-    return params.has('selftest');
+    return { selftest: params.has('selftest'), bench: params.has('bench') };
   }
 
   // -- what the tests read back --
@@ -739,7 +741,9 @@
   quern.selftest = () => {
     const out = {
       title: data.title, version: data.version, reloads: quern.reloads,
-      firstChartMs: quern.firstChartMs, smoothing: state.smoothing, x: state.x,
+      firstChartMs: quern.firstChartMs, allChartsMs: quern.allChartsMs,
+      smoothingChangeMs: quern.smoothingChangeMs, runFilterMs: quern.runFilterMs,
+      smoothing: state.smoothing, x: state.x,
       log: state.log, outliers: state.outliers, errors: quern.errors,
       runs: model.runs.map((r) => ({ name: r.name, color: r.color, problems: r.problems })),
       charts: [], histograms: [], texts: [], images: [],
@@ -790,11 +794,27 @@
     setTimeout(poll, data.reload);
   }
 
-  const selftest = readFragment();
+  const flags = readFragment();
   buildControls();
   load(JSON.parse(document.getElementById('quern-data').textContent));
+  quern.allChartsMs = performance.now();
+  if (flags.bench) {
+    // How long the page takes to answer a change of smoothing and a filter
+    // on this data (bench_board reads these back).
+    let t = performance.now();
+    state.smoothing = 0.9;
+    drawAll();
+    quern.smoothingChangeMs = performance.now() - t;
+    t = performance.now();
+    state.runRegex = '[02468]$';
+    drawAll();
+    quern.runFilterMs = performance.now() - t;
+    state.smoothing = TB_DEFAULT_SMOOTHING;
+    state.runRegex = '';
+    drawAll();
+  }
   document.body.dataset.ready = '1';
-  if (selftest) {
+  if (flags.selftest) {
     const pre = el('pre');
     pre.id = 'quern-selftest';
     pre.textContent = JSON.stringify(quern.selftest());
