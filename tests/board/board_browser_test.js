@@ -433,6 +433,17 @@ async function testHtml() {
       loss && loss.yExtent);
     check(st.smoothing === 0.6 && st.x === 'step' && st.outliers === true,
       'TensorBoard\'s defaults: smoothing 0.6, x by step, outliers ignored', st);
+    // The hover read-out: every run's point nearest to the pointer.
+    const box = await page.eval('(() => { const r = document.querySelector(' +
+      '".card.scalars[data-tag=\\"loss\\"] .plot").getBoundingClientRect(); ' +
+      'return [r.left, r.top, r.width, r.height]; })()');
+    await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: box[0] + box[2] / 2,
+      y: box[1] + box[3] / 2 });
+    const readout = await page.waitFor('(() => { const rows = [...document.querySelectorAll(' +
+      '".card.scalars[data-tag=\\"loss\\"] .readout tr")].slice(1).map((r) => ' +
+      'r.cells[0].textContent); return rows.length ? rows : null; })()', 10000);
+    check(JSON.stringify(readout) === JSON.stringify(['train', 'b/c', 'eval', 'damaged']),
+      'the hover read-out has every run\'s value', readout);
     await page.screenshot(path.join(out, 'report.png'));
 
     // Interactions: filters, smoothing and axes change what is drawn.

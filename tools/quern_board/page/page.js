@@ -437,7 +437,7 @@
     }
     const options = {
       labels: d.labels, colors: d.colors, series: d.opts, file: d.rows,
-      connectSeparatedPoints: true, legend: 'never', logscale: state.log,
+      connectSeparatedPoints: true, legend: 'never', logscale: state.log, labelsUTC: true,
       valueRange: range, xlabel: xLabel(), animatedZooms: false,
       axes: { x: xAxisOptions() },
       highlightCallback: (e, x) => readout(card, state.x === 'wall' ? x : x),
@@ -485,6 +485,7 @@
         labels: ['x', '0-100%', '6.68-93.32%', '15.87-84.13%', '30.85-69.15%'],
         customBars: true, fillAlpha: 0.2, colors: [run.color, run.color, run.color, run.color],
         legend: 'follow', xlabel: xLabel(), width: 360, height: 200, animatedZooms: false,
+        labelsUTC: true,
         axes: { x: xAxisOptions() },
       });
       card.gs.push(g);
@@ -772,11 +773,20 @@
 
   // -- start, and (served) reload --
 
+  function cardKeys(m) {
+    return [['scalars', m.byTag], ['histograms', m.hist], ['texts', m.texts],
+      ['images', m.images]].flatMap(([k, map]) => [...map.keys()].map((t) => k + ':' + t))
+      .sort().join('\n');
+  }
+
   function load(d) {
+    const before = model ? cardKeys(model) : null;
     data = d;
     model = buildModel(d);
     buildRuns();
-    buildCards();
+    // New data for the same tags redraws the charts in place, keeping the
+    // user's zoom; new tags lay the cards out again.
+    if (before !== cardKeys(model)) buildCards();
     drawAll();
   }
 
