@@ -477,9 +477,18 @@ async function testHtml() {
         '"; e.dispatchEvent(new Event("change")); })()');
     await page.eval('(() => { const e = document.getElementById("log-y"); e.checked = true;' +
       'e.dispatchEvent(new Event("change")); })()');
+    await page.eval('(() => { const e = document.getElementById("outliers"); e.checked = ' +
+      'false; e.dispatchEvent(new Event("change")); })()');
+    await page.eval('(() => { const e = document.getElementById("run-re"); e.value = "";' +
+      'e.dispatchEvent(new Event("input")); })()');
     s2 = await page.eval('quern.selftest()');
-    check(s2.x === 'wall' && s2.log === true && s2.smoothing === 0.9, 'x axis and log y switch',
-      s2);
+    check(s2.x === 'wall' && s2.log === true && s2.smoothing === 0.9 && s2.outliers === false,
+      'x axis, log y and outliers switch', s2);
+    // The main line is the smoothed one: its top is the smoothed spike.
+    const lossChart = s2.charts.find((c) => c.tag === 'loss');
+    const top = lossChart.series.find((x) => x.run === 'train').lastSmoothed;
+    check(lossChart.yExtent && lossChart.yExtent[1] === top && top > 50,
+      'with outliers shown the y range reaches the (smoothed) spike', [lossChart.yExtent, top]);
     checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
       'html after the interactions');
 

@@ -317,6 +317,12 @@
     return Number.isFinite(w) ? new Date(w * 1000).toISOString().replace('T', ' ') : '';
   }
 
+  // What cannot be drawn (NaN, infinities; on a log axis, values <= 0) is a
+  // gap in the line; read-outs and downloads still have the value.
+  function drawable(y) {
+    return Number.isFinite(y) && (!state.log || y > 0) ? y : NaN;
+  }
+
   function chartData(tag) {
     const series = model.byTag.get(tag).filter((s) => runVisible(s.run));
     const withSmooth = state.smoothing > 0;
@@ -354,7 +360,8 @@
       const count = idx ? idx.length : s.n;
       for (let k = 0; k < count; k++) {
         const i = idx ? idx[k] : k;
-        entries.push([xOf(s, i), c0, s.values[i], withSmooth ? smoothed(s)[i] : null]);
+        entries.push([xOf(s, i), c0, drawable(s.values[i]),
+          withSmooth ? drawable(smoothed(s)[i]) : null]);
       }
       c0 += ncols;
     }
