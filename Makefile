@@ -1,10 +1,13 @@
 # quern -- the two commands a user needs:
-#   make demo   installs what is missing, builds, runs the flagship example, shows its scalars
+#   make demo   installs what is missing, builds what the demo runs (the flagship example and
+#               quern-board), runs the flagship, shows its scalars
 #   make test   installs what is missing, builds, runs every test (plain and ASan+UBSan builds,
 #               and a few seconds of each libFuzzer target, docs/fuzzing.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)
 #   make tsan   builds the library and its tests with ThreadSanitizer and runs them
 #   make soak   runs quern_soak for SOAK_SECONDS (a pipeline under random failures and stops)
+#   make install PREFIX=P   builds the libraries and quern-board and installs them in P as a
+#               CMake package (find_package(quern)) and a pkg-config module (quern.pc)
 
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD       ?= build
@@ -15,9 +18,13 @@ TSAN_BUILD  ?= build-tsan
 SOAK_SECONDS ?= 300
 FUZZ_TARGETS = record_reader event_parser decode_csv queue_messages message_deserialize
 CMAKE_FLAGS ?=
+PREFIX      ?= /usr/local
+# What make demo and make install build (CMake target names).
+DEMO_TARGETS    = quern_example_csv_pipeline quern-board
+INSTALL_TARGETS = quern_messages quern_actors quern_logging quern_input quern-board
 
-.PHONY: all deps deps-fuzz build build-asan build-fuzz build-tsan demo test test-plain test-asan \
-        test-fuzz fuzz tsan soak bench format clean
+.PHONY: all deps deps-fuzz build build-asan build-fuzz build-tsan demo install test test-plain \
+        test-consumer test-asan test-fuzz fuzz tsan soak bench format clean
 
 all: build
 
@@ -54,13 +61,23 @@ $(TSAN_BUILD)/CMakeCache.txt:
 build-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 
-demo: build
+demo: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 	tools/demo.sh $(BUILD)
 
-test: test-plain test-asan test-fuzz
+install: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target $(INSTALL_TARGETS)
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+test: test-plain test-consumer test-asan test-fuzz
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# A user's project (tests/consumer/) built against quern four ways: an install
+# prefix with find_package, pkg-config, add_subdirectory and FetchContent.
+test-consumer: build
+	tests/consumer/run.sh $(BUILD) $(BUILD)/consumer $(JOBS)
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && \
@@ -94,7 +111,7 @@ bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
 
 format:
-	find messages actors logging examples tests tools bench \
+	find messages actors logging input examples tests tools bench \
 	  \( -name '*.hpp' -o -name '*.cpp' \) -print0 | xargs -0 clang-format -i
 
 clean:

@@ -1,4 +1,4 @@
-quern_add_test_suite(test_logging
+quern_add_test_suite(quern_test_logging
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/record_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/event_test.cpp
@@ -6,11 +6,11 @@ quern_add_test_suite(test_logging
     ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/crash_consistency_test.cpp
   LIBS quern::logging)
-target_compile_definitions(test_logging PRIVATE
+target_compile_definitions(quern_test_logging PRIVATE
   QUERN_LOGGING_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
 if(TARGET quern-board)
-  add_dependencies(test_logging quern-board)
-  target_compile_definitions(test_logging PRIVATE
+  add_dependencies(quern_test_logging quern-board)
+  target_compile_definitions(quern_test_logging PRIVATE
     QUERN_BOARD_PATH="$<TARGET_FILE:quern-board>")
 endif()
 if(QUERN_SANITIZE)
@@ -23,6 +23,6 @@ endif()
 # A child process for the crash tests (writer_test.cpp, crash_consistency_test.cpp).
 add_executable(quern_test_crash_writer ${CMAKE_CURRENT_LIST_DIR}/crash_writer.cpp)
 target_link_libraries(quern_test_crash_writer PRIVATE quern::logging quern_warnings)
-add_dependencies(test_logging quern_test_crash_writer)
-target_compile_definitions(test_logging PRIVATE
+add_dependencies(quern_test_logging quern_test_crash_writer)
+target_compile_definitions(quern_test_logging PRIVATE
   QUERN_CRASH_WRITER_PATH="$<TARGET_FILE:quern_test_crash_writer>")

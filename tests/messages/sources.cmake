@@ -1,4 +1,4 @@
-quern_add_test_suite(test_messages
+quern_add_test_suite(quern_test_messages
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/tensor_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/row_pool_test.cpp
