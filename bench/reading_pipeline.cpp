@@ -29,9 +29,12 @@
 #include <boost/program_options.hpp>
 
 #include "../examples/reading/csv_data.hpp"
+#include "quern/blocking_queue.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/input/batching.hpp"
+#include "quern/input/decode_csv.hpp"
 #include "quern/input/producers.hpp"
+#include "quern/input/readers.hpp"
 #include "quern/messages.hpp"
 #include "quern/pipeline.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
 // Shared by the csv_pipeline example and bench_reading_pipeline: synthetic
 // linear data y = 3 x1 - 2 x2 + 1 + noise as CSV files with a header line,
-// and the reader stage of seed 003 (a text_line_reader that skips the header
-// + decode_csv) as a batching source that emits decoded record batches.
+// and the input guide's reader stage (a text_line_reader that skips the
+// header + decode_csv: quern::csv_source) as a batching source.
 
 #include <cstdint>
 #include <cstdio>
@@ -15,10 +15,8 @@
 
 #include <caf/actor_system.hpp>
 
-#include "quern/blocking_queue.hpp"
 #include "quern/input/batching.hpp"
-#include "quern/input/decode_csv.hpp"
-#include "quern/input/readers.hpp"
+#include "quern/input/csv_source.hpp"
 
 namespace quern::examples {
 
@@ -67,37 +65,22 @@ inline std::vector<tensor> csv_defaults() {
           tensor::vector<float>({0.0f})};
 }
 
-/// The signature of one decoded example: x1, x2, y (float32 scalars).
+/// The signature of one decoded example: x1, x2, y (float32 scalars), for
+/// sources that carry none (the benchmark's synthetic one).
 inline void set_csv_signature(batch_options& opts) {
   opts.dtypes = {dtype::float32, dtype::float32, dtype::float32};
   opts.shapes = {tensor_shape{}, tensor_shape{}, tensor_shape{}};
   opts.enqueue_many = true;
 }
 
-/// One reader worker: read_up_to(`read_batch`) lines from the files named by
-/// `filenames` (skipping each file's header) and decode them into a batch
-/// {x1[n], x2[n], y[n]}. Blocking: runs in its worker's own thread (the
-/// example_fn of a batching helper). Throws out_of_range_error when the
-/// filename queue is closed and drained.
+/// The flagship's reader stage: text_line_reader(skip_header_lines = 1) +
+/// decode_csv of the three float columns, `read_batch` lines per call.
 inline example_source csv_reader_source(caf::actor_system& sys, queue_actor filenames,
                                         int64_t read_batch) {
-  struct state {
-    text_line_reader reader{1};
-    std::unique_ptr<blocking_queue> files;
-    std::vector<tensor> defaults = csv_defaults();
-  };
-  auto st = std::make_shared<state>();
-  return example_fn{[st, &sys, filenames, read_batch]() -> element {
-    if (!st->files) // created in the worker's thread, used only there
-      st->files = std::make_unique<blocking_queue>(sys, filenames);
-    auto records = st->reader.read_up_to(*st->files, read_batch);
-    std::vector<std::string> lines;
-    lines.reserve(records.size());
-    for (auto& r : records)
-      lines.push_back(std::move(r.value));
-    return element{
-        decode_csv(tensor::vector<std::string>(std::move(lines)), st->defaults)};
-  }};
+  csv_source_options ro;
+  ro.skip_header_lines = 1;
+  ro.read_batch = read_batch;
+  return csv_source(sys, std::move(filenames), csv_defaults(), ro);
 }
 
 } // namespace quern::examples

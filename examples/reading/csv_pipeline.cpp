@@ -1,5 +1,5 @@
 // quern's flagship example: the reading-data guide's recommended input
-// pipeline (seed 003) feeding a real training loop.
+// pipeline feeding a real training loop.
 //
 //   CSV files (y = 3 x1 - 2 x2 + 1 + noise, a header line each)
 //     -> string_input_producer(files, num_epochs)        a FIFO queue of names
@@ -21,9 +21,12 @@
 
 #include <boost/program_options.hpp>
 
+#include "../common/command_line.hpp"
+
 #include "csv_data.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/input/batching.hpp"
+#include "quern/input/csv_source.hpp"
 #include "quern/input/producers.hpp"
 #include "quern/input/summaries.hpp"
 #include "quern/messages.hpp"
@@ -60,24 +63,17 @@ int main(int argc, char** argv) {
       "min-after-dequeue",
       po::value<int32_t>(&min_after_dequeue)->default_value(min_after_dequeue),
       "shuffle buffer of the RandomShuffleQueue")(
-      "learning-rate", po::value<double>(&learning_rate)->default_value(learning_rate),
+      "learning-rate",
+      po::value<double>(&learning_rate)
+          ->default_value(learning_rate, quern::examples::shown(learning_rate)),
       "SGD step size")(
       "logdir", po::value<std::string>(&logdir)->default_value("runs/csv_pipeline"),
       "run directory: the CSV files go to <logdir>/data, the event file to <logdir>")(
       "seed", po::value<int64_t>(&seed)->default_value(seed),
       "seed of the data, the file order and the shuffle queue (0: random order)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "csv_pipeline: " << e.what() << "\n\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status = quern::examples::parse_options("csv_pipeline", argc, argv, desc, vm))
+    return *status;
   if (files <= 0 || rows <= 0 || epochs <= 0 || batch_size <= 0 || readers <= 0 ||
       min_after_dequeue < 0 || !(learning_rate > 0)) {
     std::cerr << "csv_pipeline: --files, --rows, --epochs, --batch-size, --readers and "
@@ -119,12 +115,22 @@ int main(int argc, char** argv) {
     po.summaries = &summaries;
     auto filename_queue = string_input_producer(pipe, paths, po);
 
-    // One reader per thread, batches joined and shuffled (shuffle_batch_join).
+    // reader = tf.TextLineReader(skip_header_lines=1)
+    // _, lines = reader.read_up_to(filename_queue, batch_size)
+    // x1, x2, y = tf.decode_csv(lines, record_defaults=[[0.], [0.], [0.]])
+    // One reader per thread, batches joined and shuffled (shuffle_batch_join);
+    // dtypes and shapes come from the record defaults.
+    csv_source_options ro;
+    ro.skip_header_lines = 1;
+    ro.read_batch = batch_size;
     std::vector<example_source> sources;
     for (int r = 0; r < readers; ++r)
-      sources.push_back(examples::csv_reader_source(sys, filename_queue, batch_size));
+      sources.push_back(
+          csv_source(sys, filename_queue,
+                     {tensor::vector<float>({0.0f}), tensor::vector<float>({0.0f}),
+                      tensor::vector<float>({0.0f})},
+                     ro));
     batch_options bo;
-    examples::set_csv_signature(bo);
     bo.batch_size = batch_size;
     bo.min_after_dequeue = min_after_dequeue;
     bo.capacity = static_cast<int32_t>(capacity); // IN-15

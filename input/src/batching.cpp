@@ -33,7 +33,57 @@ example_source example_source::dequeue_from(queue_actor upstream,
   return s;
 }
 
+example_source& example_source::with_signature(example_signature sig) {
+  if (sig.dtypes.empty())
+    throw argument_error("example_source: a signature needs at least one dtype");
+  if (!sig.shapes.empty() && sig.shapes.size() != sig.dtypes.size())
+    throw argument_error("example_source: " + std::to_string(sig.shapes.size()) +
+                         " shapes for " + std::to_string(sig.dtypes.size()) + " dtypes");
+  signature_ = std::move(sig);
+  return *this;
+}
+
 namespace {
+
+std::string dtypes_text(const std::vector<dtype>& dtypes) {
+  std::string out = "(";
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
+  return out + ")";
+}
+
+/// Fills in what `opts` leaves out from the sources' signatures, and checks
+/// that what it gives agrees with them.
+void apply_signatures(const std::vector<example_source>& sources, batch_options& opts,
+                      const std::string& helper) {
+  const example_signature* first = nullptr;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto& sig = sources[i].signature();
+    if (!sig)
+      continue;
+    if (!first) {
+      first = &*sig;
+    } else if (sig->dtypes != first->dtypes || sig->shapes != first->shapes ||
+               sig->enqueue_many != first->enqueue_many) {
+      throw argument_error(helper + ": source " + std::to_string(i) + " gives " +
+                           dtypes_text(sig->dtypes) + " where source 0 gives " +
+                           dtypes_text(first->dtypes) +
+                           ": every source must give the same tensors");
+    }
+  }
+  if (!first)
+    return;
+  if (opts.dtypes.empty()) {
+    opts.dtypes = first->dtypes;
+    if (opts.shapes.empty())
+      opts.shapes = first->shapes;
+  } else if (opts.dtypes != first->dtypes) {
+    throw argument_error(helper + ": batch_options::dtypes " + dtypes_text(opts.dtypes) +
+                         " do not match the sources' " + dtypes_text(first->dtypes));
+  }
+  if (first->enqueue_many)
+    opts.enqueue_many = true;
+}
 
 /// Emits `e` (or its rows, with enqueue_many) that `keep` accepts.
 template <class Run>
@@ -147,6 +197,7 @@ namespace {
 batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool replicate,
                    bool shuffle, const keep_fn& keep, batch_options opts,
                    const std::string& helper) {
+  apply_signatures(sources, opts, helper);
   if (opts.dtypes.empty())
     throw argument_error("Expected at least one tensor in " + helper + "().");
   if (sources.empty())

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ using example_fn = std::function<element()>;
 /// enqueue_many, TF's vector keep_input).
 using keep_fn = std::function<bool(const element&)>;
 
+/// What one result of an example_source is: the dtypes and per-example shapes
+/// of its components, and whether a result is a batch of examples with a
+/// leading dimension (enqueue_many). TensorFlow reads this off the tensors
+/// given to tf.train.batch; in quern a source may carry it (csv_source does,
+/// from its record_defaults) so that batch_options need not repeat it.
+struct example_signature {
+  std::vector<dtype> dtypes;
+  std::vector<tensor_shape> shapes;
+  bool enqueue_many = false;
+};
+
 class example_source {
 public:
   /// A blocking function (runs in its own worker thread).
@@ -57,12 +69,19 @@ public:
   /// The blocking function of this source (empty for the other kinds).
   const example_fn& function() const noexcept { return fn_; }
 
+  /// Declares what this source's results are (see example_signature).
+  example_source& with_signature(example_signature sig);
+  const std::optional<example_signature>& signature() const noexcept {
+    return signature_;
+  }
+
 private:
   example_source() = default;
   example_fn fn_;
   enqueue_op op_;
   queue_actor upstream_;
   int32_t upstream_batch_ = 0;
+  std::optional<example_signature> signature_;
 };
 
 struct batch_options {
@@ -72,9 +91,11 @@ struct batch_options {
   int32_t capacity = 32;
   /// The source produces batches (leading dimension) rather than examples.
   bool enqueue_many = false;
-  /// The example's signature (TF infers it from the tensors; here it must be
-  /// given). Empty dtypes: invalid_argument_error
-  /// `Expected at least one tensor in batch().`
+  /// The example's signature. Empty dtypes: taken from the sources'
+  /// example_signature when they carry one (as TF infers it from the
+  /// tensors; csv_source does), else invalid_argument_error `Expected at
+  /// least one tensor in batch().` Given dtypes must match a source's
+  /// signature. A source whose results are batches sets enqueue_many.
   std::vector<dtype> dtypes;
   /// Per-example shapes. Without dynamic_pad they must be fully defined
   /// (given or not: empty means "not known", refused); with dynamic_pad only
