@@ -15,6 +15,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "../common/command_line.hpp"
+
 #include "quern/coordinator.hpp"
 #include "quern/messages.hpp"
 #include "quern/pipeline.hpp"
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
   std::string logdir;
   po::options_description desc{
       "five_groups: five asynchronous groups subtract random numbers from their loss and "
-      "enqueue it; the main loop dequeues and logs (seed 000)\nOptions"};
+      "enqueue it; the main loop dequeues and logs\nOptions"};
   desc.add_options()("help,h", "show this help")(
       "groups", po::value<int>(&groups_n)->default_value(groups_n),
       "groups (enqueue ops, one worker each)")(
@@ -54,17 +56,8 @@ int main(int argc, char** argv) {
       "logdir", po::value<std::string>(&logdir)->default_value("runs/five_groups"),
       "where the scalars are logged");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "five_groups: " << e.what() << "\n\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status = quern::examples::parse_options("five_groups", argc, argv, desc, vm))
+    return *status;
   if (groups_n <= 0 || steps < 0) {
     std::cerr << "five_groups: --groups must be positive and --steps non-negative\n";
     return 2;

@@ -2,13 +2,16 @@
 
 #include <iostream>
 #include <quern/blocking_queue.hpp>
+#include <quern/command_line.hpp>
 #include <quern/messages.hpp>
 #include <quern/queue.hpp>
 #include <quern/summary/summary_writer.hpp>
 #include <thread>
 
-int main() {
-  quern::config cfg;            // registers quern's message types and errors
+int main(int argc, char** argv) {
+  quern::config cfg; // registers quern's message types and errors
+  if (auto status = quern::parse_command_line(cfg, argc, argv)) // --help, bad arguments
+    return *status;
   quern::actor_system sys{cfg}; // ends, and says why, if something is left blocked
   auto q =
       quern::spawn_fifo_queue(sys, 10, {quern::dtype::float32}, {quern::tensor_shape{}});

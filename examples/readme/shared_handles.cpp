@@ -3,6 +3,7 @@
 #include <atomic>
 #include <iostream>
 #include <quern/blocking_queue.hpp>
+#include <quern/command_line.hpp>
 #include <quern/coordinator.hpp>
 #include <quern/messages.hpp>
 #include <quern/queue.hpp>
@@ -10,8 +11,10 @@
 #include <thread>
 #include <vector>
 
-int main() {
+int main(int argc, char** argv) {
   quern::config cfg;
+  if (auto status = quern::parse_command_line(cfg, argc, argv))
+    return *status;
   quern::actor_system sys{cfg};
   auto q =
       quern::spawn_fifo_queue(sys, 100, {quern::dtype::int64}, {quern::tensor_shape{}});

@@ -1,4 +1,4 @@
-// The incrementer of the "Threading and Queues" guide (seeds 001/002): a
+// The incrementer of the "Threading and Queues" guide : a
 // FIFO queue filled with zeros; each step dequeues a number, adds one and
 // enqueues it again, so the numbers in the queue slowly grow. Each step logs
 // the value it saw and the queue's size under runs/incrementer/.
@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include <boost/program_options.hpp>
+
+#include "../common/command_line.hpp"
 
 #include "quern/blocking_queue.hpp"
 #include "quern/messages.hpp"
@@ -29,17 +31,8 @@ int main(int argc, char** argv) {
       "logdir", po::value<std::string>(&logdir)->default_value("runs/incrementer"),
       "where the scalars are logged");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "incrementer: " << e.what() << "\n\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status = quern::examples::parse_options("incrementer", argc, argv, desc, vm))
+    return *status;
   if (capacity <= 0 || steps < 0) {
     std::cerr << "incrementer: --capacity must be positive and --steps non-negative\n";
     return 2;

@@ -1,5 +1,5 @@
-// The QueueRunner training program of TensorFlow's threading guide (seeds
-// 001/002): a RandomShuffleQueue fed by four workers running the same
+// The QueueRunner training program of TensorFlow's threading guide:
+// a RandomShuffleQueue fed by four workers running the same
 // enqueue op ("...ops to create one example..."), and a training loop of
 // dequeue_many(batch_size) under a coordinator, with the guide's exception
 // handling:
@@ -22,6 +22,8 @@
 #include <stdexcept>
 
 #include <boost/program_options.hpp>
+
+#include "../common/command_line.hpp"
 
 #include "quern/coordinator.hpp"
 #include "quern/messages.hpp"
@@ -58,7 +60,9 @@ int main(int argc, char** argv) {
       "RandomShuffleQueue min_after_dequeue")(
       "workers", po::value<int>(&workers)->default_value(workers),
       "copies of the enqueue op ([enqueue_op] * 4)")(
-      "learning-rate", po::value<double>(&learning_rate)->default_value(learning_rate),
+      "learning-rate",
+      po::value<double>(&learning_rate)
+          ->default_value(learning_rate, quern::examples::shown(learning_rate)),
       "SGD step size")("seed", po::value<int64_t>(&seed)->default_value(seed),
                        "seed of the examples and of the queue (0: random)")(
       "fail-at", po::value<int64_t>(&fail_at)->default_value(fail_at),
@@ -67,17 +71,9 @@ int main(int argc, char** argv) {
       po::value<std::string>(&logdir)->default_value("runs/queue_runner_training"),
       "where the scalars are logged");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "queue_runner_training: " << e.what() << "\n\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status =
+          quern::examples::parse_options("queue_runner_training", argc, argv, desc, vm))
+    return *status;
   if (steps < 0 || batch_size <= 0 || workers <= 0 || !(learning_rate > 0) ||
       min_after_dequeue < 0 || capacity <= min_after_dequeue) {
     std::cerr << "queue_runner_training: --steps must be non-negative, --batch-size, "

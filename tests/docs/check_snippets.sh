@@ -3,7 +3,8 @@
 #   <!-- snippet: examples/readme/hello_queue.cpp -->
 # must be that file as it is, from its first #include on (the file's header
 # comment is left out of the docs). The tests build and run those files, so
-# the docs show code that compiles and works.
+# the docs show code that compiles and works. tests/docs/update_snippets.py
+# rewrites the blocks from the files.
 # Usage: check_snippets.sh REPO_ROOT
 set -euo pipefail
 root=${1:?usage: check_snippets.sh REPO_ROOT}

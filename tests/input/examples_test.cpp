@@ -1,8 +1,7 @@
 // The example programs run as processes with small arguments; their event
 // files are read back and must hold the expected tags and steps. The
-// binaries are looked up beside this test executable's build tree
-// (<build>/examples/<name>); a binary that was not built is reported and
-// skipped (build the examples target, as `make test` does).
+// binaries are built with this suite (tests/input/sources.cmake) and found in
+// QUERN_EXAMPLES_DIR; a missing one fails the test.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +23,10 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string example_binary(const std::string& name) {
-  auto exe = fs::read_symlink("/proc/self/exe");
-  return (exe.parent_path().parent_path() / "examples" / name).string();
+  auto bin = (fs::path{QUERN_EXAMPLES_DIR} / name).string();
+  INFO("example binary " << bin);
+  REQUIRE(fs::exists(bin));
+  return bin;
 }
 
 struct run_result {
@@ -69,18 +70,11 @@ std::set<int64_t> range(int64_t n) {
   return s;
 }
 
-#define QUERN_REQUIRE_EXAMPLE(bin)                                                       \
-  if (!fs::exists(bin)) {                                                                \
-    WARN("not built, skipped: " << bin);                                                 \
-    return;                                                                              \
-  }
-
 } // namespace
 
 TEST_CASE("IN-3 IN-12 IN-16 example csv_pipeline: trains to the epoch limit and logs",
           "[IN-3][IN-12][IN-16][examples]") {
   auto bin = example_binary("csv_pipeline");
-  QUERN_REQUIRE_EXAMPLE(bin);
   quern::test::temp_dir dir;
   // 2 files x 100 rows x 3 epochs = 600 examples = 37 full batches of 16.
   auto r = run(bin +
@@ -99,13 +93,33 @@ TEST_CASE("IN-3 IN-12 IN-16 example csv_pipeline: trains to the epoch limit and 
   CHECK(tags.count("weights/w1") == 1);
 }
 
+TEST_CASE("examples: every one answers --help and names a bad option or a stray argument",
+          "[examples]") {
+  for (auto name : {"csv_pipeline", "five_groups", "queue_runner_training", "incrementer",
+                    "hello_queue", "shared_handles", "guide_tensors",
+                    "guide_queue_runner", "guide_input_pipeline"}) {
+    INFO(name);
+    auto bin = example_binary(name);
+    auto help = run(bin + " --help");
+    CHECK(help.status == 0);
+    CHECK(help.output.find("--help") != std::string::npos);
+    // Defaults print as a person writes them: 0.1, not 0.10000000000000001.
+    CHECK(help.output.find("0000000") == std::string::npos);
+    CHECK(help.output.find("9999999") == std::string::npos);
+    auto bad = run(bin + " --no-such-option");
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find(std::string(name) + ": ") != std::string::npos);
+    CHECK(bad.output.find("'--no-such-option'") != std::string::npos);
+    auto stray = run(bin + " stray.csv");
+    CHECK(stray.status == 2);
+    CHECK(stray.output.find(std::string(name) + ": unexpected argument 'stray.csv'") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("examples: --help and bad arguments", "[examples]") {
   for (auto name : {"csv_pipeline", "five_groups", "queue_runner_training"}) {
     auto bin = example_binary(name);
-    if (!fs::exists(bin)) {
-      WARN("not built, skipped: " << bin);
-      continue;
-    }
     auto help = run(bin + " --help");
     CHECK(help.status == 0);
     CHECK(help.output.find("--logdir") != std::string::npos);
@@ -116,17 +130,13 @@ TEST_CASE("examples: --help and bad arguments", "[examples]") {
   // An empty run directory is refused before anything is written (the CSV
   // files would otherwise go to /data at the filesystem root).
   auto bin = example_binary("csv_pipeline");
-  if (fs::exists(bin)) {
-    auto empty = run(bin + " --logdir ''");
-    CHECK(empty.status != 0);
-    CHECK(empty.output.find("csv_pipeline: --logdir must not be empty") !=
-          std::string::npos);
-  }
+  auto empty = run(bin + " --logdir ''");
+  CHECK(empty.status != 0);
+  CHECK(empty.output.find("csv_pipeline: --logdir must not be empty") !=
+        std::string::npos);
   // Sizes that would overflow the shuffle queue's capacity are refused by
   // name, before anything is allocated or written.
   for (auto args : {"--min-after-dequeue 2147483647", "--batch-size 2147483647"}) {
-    if (!fs::exists(bin))
-      break;
     auto big = run(bin + " " + args + " --logdir /nonexistent/never-written");
     CHECK(big.status == 2);
     CHECK(big.output.find(
@@ -134,18 +144,15 @@ TEST_CASE("examples: --help and bad arguments", "[examples]") {
           std::string::npos);
   }
   auto incrementer = example_binary("incrementer");
-  if (fs::exists(incrementer)) {
-    auto big = run(incrementer + " --capacity 2147483647");
-    CHECK(big.status == 2);
-    CHECK(big.output.find("--capacity must be at most 10000000, got 2147483647") !=
-          std::string::npos);
-  }
+  auto big = run(incrementer + " --capacity 2147483647");
+  CHECK(big.status == 2);
+  CHECK(big.output.find("--capacity must be at most 10000000, got 2147483647") !=
+        std::string::npos);
 }
 
-TEST_CASE("example five_groups (seed 000): per-group losses and the mean per step",
+TEST_CASE("example five_groups: per-group losses and the mean per step",
           "[examples][seed]") {
   auto bin = example_binary("five_groups");
-  QUERN_REQUIRE_EXAMPLE(bin);
   quern::test::temp_dir dir;
   auto r = run(bin + " --steps 12 --seed 5 --logdir " + dir.path());
   INFO(r.output);
@@ -159,10 +166,9 @@ TEST_CASE("example five_groups (seed 000): per-group losses and the mean per ste
   CHECK(tags["loss"] == range(12));
 }
 
-TEST_CASE("example queue_runner_training (seeds 001/002): the loop and its error path",
+TEST_CASE("example queue_runner_training: the loop and its error path",
           "[examples][seed]") {
   auto bin = example_binary("queue_runner_training");
-  QUERN_REQUIRE_EXAMPLE(bin);
   quern::test::temp_dir dir;
   auto r = run(bin + " --steps 20 --logdir " + dir.path() + "/ok");
   INFO(r.output);
