@@ -492,6 +492,24 @@ async function testHtml() {
     checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
       'html after the interactions');
 
+    // Exact text for every kind of float value and double wall time.
+    const numbers = path.join(out, 'numbers');
+    const made2 = run(args.helper, ['numbers', numbers, '20000']);
+    const h3 = run(args.board, ['html', numbers, '-o', path.join(out, 'numbers.html')]);
+    check(made2.status === 0 && h3.status === 0, 'a page of random bit patterns is written',
+      [made2.err, h3.err]);
+    const nurl = 'file://' + path.resolve(path.join(out, 'numbers.html'));
+    const npage = await browser.open(nurl);
+    const ncsv = await npage.eval('quern.csv("numbers", "x")');
+    const nwant = run(args.board, ['export', numbers]).out;
+    const pageLines = (ncsv || '').split('\n');
+    const firstDiff = nwant.split('\n').findIndex((l, i) => l !== pageLines[i]);
+    check(ncsv === nwant, 'the CSV of 20,000 random floats and wall times equals export ' +
+      '(%.9g values, shortest round-trip wall times)', firstDiff < 0 ? '' :
+      { line: firstDiff, export: nwant.split('\n')[firstDiff],
+        page: pageLines[firstDiff] });
+    checkNoProblems(npage, (u) => u === nurl, 'random bit patterns');
+
     // A link with settings in its fragment.
     const page2b = await browser.open(url + '#smoothing=0.9&x=relative&log=1&run=^b/&selftest');
     const s3 = JSON.parse(await page2b.eval('document.getElementById("quern-selftest")' +

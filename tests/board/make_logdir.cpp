@@ -8,10 +8,14 @@
 //       appends COUNT `loss` scalars from STEP on to an existing event file
 //   quern_test_board_logdir big DIR RUNS TAGS POINTS
 //       RUNS runs of TAGS tags of POINTS points each
+//   quern_test_board_logdir numbers DIR COUNT
+//       one run of COUNT scalars whose values and wall times are random bit
+//       patterns (every kind of float and double), and so are most steps
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -246,6 +250,36 @@ void big(const std::string& dir, int runs, int tags, int points) {
   }
 }
 
+template <class T, class U>
+T from_bits(U bits) {
+  T x;
+  static_assert(sizeof x == sizeof bits);
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+void numbers(const std::string& dir, int count) {
+  lcg rng{7};
+  auto bits64 = [&] {
+    uint64_t hi = static_cast<uint64_t>(rng.next() * 4294967296.0);
+    uint64_t lo = static_cast<uint64_t>(rng.next() * 4294967296.0);
+    return (hi << 32) | lo;
+  };
+  event_file_writer w;
+  check(w.create_at(file_in(dir + "/numbers", 1), 1, false), "numbers");
+  for (int i = 0; i < count; ++i) {
+    auto vb = static_cast<uint32_t>(bits64());
+    // Every fourth value near 1 and every fourth time near now: the common
+    // cases, besides the whole range of bit patterns.
+    float value = i % 4 == 0 ? static_cast<float>(rng.next()) : from_bits<float>(vb);
+    double wall =
+        i % 4 == 1 ? 1700000000.0 + rng.next() * 1e6 : from_bits<double>(bits64());
+    auto step = i % 4 == 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(bits64());
+    w.append(scalar_event{wall, step, "x", value});
+  }
+  check(w.close(false), "numbers");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -254,6 +288,8 @@ int main(int argc, char** argv) {
     full(args[1]);
   } else if (args.size() == 4 && args[0] == "append") {
     append(args[1], std::stoll(args[2]), std::stoll(args[3]));
+  } else if (args.size() == 3 && args[0] == "numbers") {
+    numbers(args[1], std::stoi(args[2]));
   } else if (args.size() == 5 && args[0] == "big") {
     big(args[1], std::stoi(args[2]), std::stoi(args[3]), std::stoi(args[4]));
   } else {

@@ -28,14 +28,21 @@ uint64_t zigzag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
 
-// Steps: zigzag varints of the differences (mostly one byte each).
+// Steps: the differences of their high (signed) and low 32 bits as zigzag
+// varints (two bytes a step when steps go up by one), which the page decodes
+// exactly with plain numbers, whatever the step.
 std::string encode_steps(const std::vector<int64_t>& steps) {
   std::string out;
-  uint64_t prev = 0;
+  int64_t prev_hi = 0;
+  int64_t prev_lo = 0;
   for (auto s : steps) {
     auto u = static_cast<uint64_t>(s);
-    put_varint(out, zigzag(static_cast<int64_t>(u - prev)));
-    prev = u;
+    int64_t hi = static_cast<int32_t>(static_cast<uint32_t>(u >> 32));
+    auto lo = static_cast<int64_t>(u & 0xffffffffu);
+    put_varint(out, zigzag(hi - prev_hi));
+    put_varint(out, zigzag(lo - prev_lo));
+    prev_hi = hi;
+    prev_lo = lo;
   }
   return out;
 }

@@ -52,14 +52,23 @@
     return out;
   }
 
+  // Steps as numbers (exact below 2^53) and, for the text of larger ones,
+  // their high and low 32 bits.
   function decodeSteps(b64, n) {
-    const d = readVarints(unbase64(b64), n);
-    let s = 0;
+    const d = readVarints(unbase64(b64), 2 * n);
+    const steps = new Float64Array(n);
+    let hi = 0, lo = 0, big = null;
     for (let i = 0; i < n; i++) {
-      s += d[i];
-      d[i] = s;
+      hi += d[2 * i];
+      lo += d[2 * i + 1];
+      steps[i] = hi * 4294967296 + lo;
+      if (Math.abs(hi) >= 2097152) {
+        if (!big) big = new Map();
+        big.set(i, (BigInt(hi) << 32n) + BigInt(lo));
+      }
     }
-    return d;
+    return { steps, text: (i) => big && big.has(i) ? big.get(i).toString() :
+      String(steps[i]) };
   }
 
   function decodeWalls(b64, n) {
@@ -240,10 +249,10 @@
     for (const s of d.scalars) {
       const steps = decodeSteps(s.steps, s.n);
       const series = {
-        run: s.run, tag: s.tag, n: s.n, steps: steps,
+        run: s.run, tag: s.tag, n: s.n, steps: steps.steps,
         walls: decodeWalls(s.walls, s.n), values: decodeValues(s.values, s.n),
         smoothCache: null,
-        stepText: (i) => String(steps[i]),
+        stepText: steps.text,
       };
       if (!m.byTag.has(s.tag)) m.byTag.set(s.tag, []);
       m.byTag.get(s.tag).push(series);
