@@ -646,6 +646,10 @@
         if (cb.checked) state.hidden.delete(name); else state.hidden.add(name);
         drawAll();
       };
+    showStatus();
+  }
+
+  function showStatus() {
     const bad = model.runs.filter((r) => r.problems.length).length;
     document.getElementById('status').textContent = model.runs.length + ' run' +
       (model.runs.length === 1 ? '' : 's') + (bad ? ', ' + bad + ' with problems' : '') +
@@ -813,6 +817,10 @@
       if (r.status === 200) {
         load(await r.json());
         quern.reloads++;
+      } else if (r.status === 204) {
+        showStatus();
+      } else {
+        document.getElementById('status').textContent = 'server: ' + (await r.text());
       }
     } catch (e) {
       document.getElementById('status').textContent = 'server unreachable: ' + e.message;
