@@ -455,7 +455,9 @@
       labels: d.labels, colors: d.colors, series: d.opts, file: d.rows,
       connectSeparatedPoints: true, legend: 'never', logscale: state.log, labelsUTC: true,
       valueRange: range, xlabel: xLabel(), animatedZooms: false,
-      axes: { x: xAxisOptions() },
+      axes: { x: xAxisOptions(), y: { axisLabelWidth: 64,
+        axisLabelFormatter: (v) => Number.isFinite(v) ? Number(v.toPrecision(4)).toString() :
+          String(v) } },
       highlightCallback: (e, x) => readout(card, state.x === 'wall' ? x : x),
       unhighlightCallback: () => { card.readout.innerHTML = ''; },
       width: card.plot.clientWidth || 560, height: 300,
@@ -533,8 +535,7 @@
         const f = el('figure');
         const img = document.createElement('img');
         img.src = p[4];
-        img.width = p[2];
-        img.height = p[3];
+        img.title = p[2] + ' x ' + p[3];
         img.alt = tag + ' ' + run.name + ' step ' + p[0];
         f.appendChild(img);
         f.appendChild(el('figcaption', '', run.name + ', step ' + p[0]));
