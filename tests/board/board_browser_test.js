@@ -433,6 +433,30 @@ async function testHtml() {
       loss && loss.yExtent);
     check(st.smoothing === 0.6 && st.x === 'step' && st.outliers === true,
       'TensorBoard\'s defaults: smoothing 0.6, x by step, outliers ignored', st);
+    // The run table's point counts, as text in the page.
+    const tableCounts = await page.eval('Object.fromEntries([...document.querySelectorAll(' +
+      '"#runs tr[data-run]")].map((r) => [r.dataset.run, Number(r.cells[4].textContent)]))');
+    const exportCounts = {};
+    for (const row of parseCsv(run(args.board, ['export', logdir]).out))
+      exportCounts[row[0]] = (exportCounts[row[0]] || 0) + 1;
+    check(JSON.stringify(tableCounts) === JSON.stringify(exportCounts),
+      'the run table shows export\'s number of points per run', [tableCounts, exportCounts]);
+
+    // A CSV button really downloads export's bytes.
+    const downloads = path.join(out, 'downloads');
+    fs.mkdirSync(downloads, { recursive: true });
+    await browser.send('Browser.setDownloadBehavior', { behavior: 'allow',
+      downloadPath: downloads });
+    await page.eval('[...document.querySelectorAll(".card.scalars[data-tag=\\"loss\\"] ' +
+      '.links button")].find((b) => b.textContent === "b/c.csv").click()');
+    const file = path.join(downloads, 'run-b_c-tag-loss.csv');
+    const end = Date.now() + 20000;
+    while (!fs.existsSync(file) && Date.now() < end) await sleep(100);
+    check(fs.existsSync(file) && fs.readFileSync(file, 'utf8') === run(args.board,
+      ['export', logdir, '--run', 'b/c', '--tag', 'loss']).out,
+    'the b/c.csv button downloads what export --run b/c --tag loss prints', fs.readdirSync(
+      downloads));
+
     // The hover read-out: every run's point nearest to the pointer.
     const box = await page.eval('(() => { const r = document.querySelector(' +
       '".card.scalars[data-tag=\\"loss\\"] .plot").getBoundingClientRect(); ' +
