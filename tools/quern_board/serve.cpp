@@ -307,6 +307,8 @@ private:
 
   void send(response res, bool head) {
     res_ = std::make_shared<response>(std::move(res));
+    // Time enough for a large page to a slow reader, not forever.
+    stream_.expires_after(std::chrono::seconds(120));
     if (head) {
       // HEAD: the headers of GET (Content-Length included), no body.
       auto length = res_->body().size();
