@@ -534,6 +534,31 @@ async function testHtml() {
         page: pageLines[firstDiff] });
     checkNoProblems(npage, (u) => u === nurl, 'random bit patterns');
 
+    // Many tags: cards are drawn as they come into view.
+    const many = path.join(out, 'many');
+    const made3 = run(args.helper, ['big', many, '2', '300', '20']);
+    const h4 = run(args.board, ['html', many, '-o', path.join(out, 'many.html')]);
+    check(made3.status === 0 && h4.status === 0, 'a page of 300 tags is written',
+      [made3.err, h4.err]);
+    const murl = 'file://' + path.resolve(path.join(out, 'many.html'));
+    const mpage = await browser.open(murl);
+    const drawnCount = 'document.querySelectorAll(".card.scalars .plot canvas").length';
+    const early = await mpage.eval(drawnCount);
+    check(early > 0 && early < 300 * 2, 'with 300 tags only the cards near the window are ' +
+      'drawn at first', early);
+    await mpage.eval('[...document.querySelectorAll(".card.scalars")].pop().scrollIntoView()');
+    let lastDrawn = false;
+    try {
+      lastDrawn = await mpage.waitFor('[...document.querySelectorAll(".card.scalars")].pop()' +
+        '.querySelector("canvas") !== null', 20000);
+    } catch (e) { /* reported below */ }
+    check(lastDrawn, 'the last card is drawn when it is scrolled to');
+    const mst = await mpage.eval('quern.selftest()');
+    check(mst.charts.length === 300 && mst.charts.every((c) => c.series.length === 2 &&
+      c.series.every((x) => x.points === 20) && c.pixels.run0 > 0 && c.pixels.run1 > 0),
+    'all 300 charts have both runs, their points and colours', mst.charts.length);
+    checkNoProblems(mpage, (u) => u === murl, '300 tags');
+
     // A link with settings in its fragment.
     const page2b = await browser.open(url + '#smoothing=0.9&x=relative&log=1&run=^b/&selftest');
     const s3 = JSON.parse(await page2b.eval('document.getElementById("quern-selftest")' +

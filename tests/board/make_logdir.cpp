@@ -243,9 +243,11 @@ void big(const std::string& dir, int runs, int tags, int points) {
     check(w.create_at(file_in(run, t0), t0, false), run);
     for (int p = 0; p < points; ++p)
       for (int t = 0; t < tags; ++t)
-        w.append(scalar_event{t0 + 1 + p * 0.01, p, "group/tag" + std::to_string(t),
-                              static_cast<float>((1 + t) * std::exp(-p / (points / 4.0)) +
-                                                 0.1 * rng.next() + 0.05 * r)});
+        w.append(scalar_event{
+            t0 + 1 + p * 0.01, p, "group/tag" + std::to_string(t),
+            // Runs apart by half their size: each line stays visible.
+            static_cast<float>((1 + 0.5 * r) * (1 + t) *
+                               (std::exp(-p / (points / 4.0)) + 0.1 * rng.next()))});
     check(w.close(false), run);
   }
 }

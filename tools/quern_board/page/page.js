@@ -562,6 +562,7 @@
 
   function buildCards() {
     const main = document.getElementById('cards');
+    observer.disconnect();
     main.innerHTML = '';
     charts.clear();
     const kinds = [['scalars', model.byTag, drawScalarCard, 'chart'],
@@ -597,33 +598,63 @@
           div.appendChild(card.body);
         }
         section.appendChild(div);
+        div.quernCard = card;
+        observer.observe(div);
         charts.set(it.kind + ':' + it.tag, card);
       }
       main.appendChild(section);
     }
   }
 
-  function drawAll() {
-    for (const card of charts.values()) {
-      const visible = tagVisible(card.tag);
-      if (!visible) {
-        card.div.style.display = 'none';
-        continue;
-      }
-      card.div.style.display = '';
-      try {
-        card.draw(card.tag, card);
-      } catch (e) {
-        quern.errors.push(card.tag + ': ' + e.message);
-        throw e;
-      }
+  function cardShown(card) {
+    if (!tagVisible(card.tag)) return false;
+    const map = { scalars: model.byTag, histograms: model.hist, texts: model.texts,
+      images: model.images }[card.kind];
+    return map.get(card.tag).some((s) => runVisible(s.run));
+  }
+
+  function drawCard(card) {
+    card.dirty = false;
+    try {
+      card.draw(card.tag, card);
+    } catch (e) {
+      quern.errors.push(card.tag + ': ' + e.message);
+      throw e;
     }
-    const groups = document.querySelectorAll('section.group');
-    for (const g of groups) {
+  }
+
+  // Cards are drawn when they come near the window (a log directory may
+  // have thousands of tags); force draws every shown card now.
+  function drawAll(force) {
+    const shown = [];
+    for (const card of charts.values()) {
+      const on = cardShown(card);
+      card.div.style.display = on ? '' : 'none';
+      card.dirty = on;
+      if (on) shown.push(card);
+    }
+    for (const g of document.querySelectorAll('section.group')) {
       const any = [...g.querySelectorAll('.card')].some((c) => c.style.display !== 'none');
       g.style.display = any ? '' : 'none';
     }
+    const h = window.innerHeight || 900;
+    const now = force ? shown : shown.filter((c) => {
+      const r = c.div.getBoundingClientRect();
+      return r.bottom > -400 && r.top < h + 400;
+    });
+    for (const card of now) drawCard(card);
   }
+
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const card = e.isIntersecting && e.target.quernCard;
+      if (card && card.dirty) drawCard(card);
+    }
+  }, { rootMargin: '400px' });
+
+  quern.flush = () => {
+    for (const card of charts.values()) if (card.dirty) drawCard(card);
+  };
 
   function buildRuns() {
     const div = document.getElementById('runs');
@@ -761,6 +792,7 @@
     });
   };
   quern.selftest = () => {
+    quern.flush();
     const out = {
       title: data.title, version: data.version, reloads: quern.reloads,
       firstChartMs: quern.firstChartMs, allChartsMs: quern.allChartsMs,
@@ -832,17 +864,18 @@
   const flags = readFragment();
   buildControls();
   load(JSON.parse(document.getElementById('quern-data').textContent));
-  quern.allChartsMs = performance.now();
   if (flags.bench) {
-    // How long the page takes to answer a change of smoothing and a filter
-    // on this data (bench_board reads these back).
+    // Every chart drawn, then how long the page takes to answer a change
+    // of smoothing and a run filter on this data (bench_board reads these).
+    quern.flush();
+    quern.allChartsMs = performance.now();
     let t = performance.now();
     state.smoothing = 0.9;
-    drawAll();
+    drawAll(true);
     quern.smoothingChangeMs = performance.now() - t;
     t = performance.now();
     state.runRegex = '[02468]$';
-    drawAll();
+    drawAll(true);
     quern.runFilterMs = performance.now() - t;
     state.smoothing = TB_DEFAULT_SMOOTHING;
     state.runRegex = '';
