@@ -324,3 +324,13 @@ TEST_CASE("quern-board html writes the same page twice, into LOGDIR by default",
   CHECK(page.find("default-src 'none'") != std::string::npos);
   CHECK(page.find("\"name\":\"b/c\"") != std::string::npos);
 }
+
+TEST_CASE("quern-board html names the file it cannot write", "[board]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  auto r = board("html " + (dir / "logs") + " -o " + (dir / "no/such/dir/page.html"),
+                 dir.path());
+  CHECK(r.status == 1);
+  CHECK(r.err == "quern-board: cannot write '" + (dir / "no/such/dir/page.html") +
+                     "': No such file or directory\n");
+}

@@ -125,8 +125,10 @@ int write_html(const std::string& logdir, const std::vector<quern::run_files>& r
       out << page;
       out.close();
       if (!out) {
-        std::cerr << "quern-board: cannot write '" << tmp << "': " << std::strerror(errno)
-                  << "\n";
+        std::cerr << "quern-board: cannot write '" << output
+                  << "': " << std::strerror(errno) << "\n";
+        std::error_code ec;
+        fs::remove(tmp, ec);
         return exit_usage;
       }
     }
