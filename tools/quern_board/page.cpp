@@ -28,42 +28,48 @@ uint64_t zigzag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
 
-// Steps: the differences of their high (signed) and low 32 bits as zigzag
-// varints (two bytes a step when steps go up by one), which the page decodes
-// exactly with plain numbers, whatever the step.
+// A 64-bit pattern as the differences of its high and its low 32 bits from
+// the previous one: zigzag(low difference) * 2 + (high changed), then the
+// high difference only when it changed. Neighbouring steps and wall times
+// share their high bits, so most points cost the low difference alone, and
+// the page decodes every number exactly (all below 2^53).
+class pair_encoder {
+public:
+  void put(std::string& out, uint64_t bits, bool signed_hi) {
+    int64_t hi = signed_hi
+                     ? int64_t{static_cast<int32_t>(static_cast<uint32_t>(bits >> 32))}
+                     : static_cast<int64_t>(bits >> 32);
+    auto lo = static_cast<int64_t>(bits & 0xffffffffu);
+    bool hi_changed = hi != prev_hi_;
+    put_varint(out, zigzag(lo - prev_lo_) * 2 + (hi_changed ? 1 : 0));
+    if (hi_changed)
+      put_varint(out, zigzag(hi - prev_hi_));
+    prev_hi_ = hi;
+    prev_lo_ = lo;
+  }
+
+private:
+  int64_t prev_hi_ = 0;
+  int64_t prev_lo_ = 0;
+};
+
+// Steps: exact for every int64 (the high half signed).
 std::string encode_steps(const std::vector<int64_t>& steps) {
   std::string out;
-  int64_t prev_hi = 0;
-  int64_t prev_lo = 0;
-  for (auto s : steps) {
-    auto u = static_cast<uint64_t>(s);
-    int64_t hi = static_cast<int32_t>(static_cast<uint32_t>(u >> 32));
-    auto lo = static_cast<int64_t>(u & 0xffffffffu);
-    put_varint(out, zigzag(hi - prev_hi));
-    put_varint(out, zigzag(lo - prev_lo));
-    prev_hi = hi;
-    prev_lo = lo;
-  }
+  pair_encoder enc;
+  for (auto s : steps)
+    enc.put(out, static_cast<uint64_t>(s), true);
   return out;
 }
 
-// Wall times exactly: the differences of the high and the low 32 bits of
-// each double's bit pattern, as zigzag varints. Neighbouring times share
-// their high bits, so a point takes 3-5 bytes instead of 8, and the page
-// decodes them with plain (53-bit exact) numbers.
+// Wall times: the bit patterns of the doubles, exactly.
 std::string encode_walls(const std::vector<double>& walls) {
   std::string out;
-  int64_t prev_hi = 0;
-  int64_t prev_lo = 0;
+  pair_encoder enc;
   for (auto w : walls) {
     uint64_t bits;
     std::memcpy(&bits, &w, sizeof bits);
-    auto hi = static_cast<int64_t>(bits >> 32);
-    auto lo = static_cast<int64_t>(bits & 0xffffffffu);
-    put_varint(out, zigzag(hi - prev_hi));
-    put_varint(out, zigzag(lo - prev_lo));
-    prev_hi = hi;
-    prev_lo = lo;
+    enc.put(out, bits, false);
   }
   return out;
 }

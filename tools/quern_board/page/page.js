@@ -36,53 +36,57 @@
     return out;
   }
 
-  // Zigzag varints into plain numbers (exact below 2^53).
-  function readVarints(bytes, count) {
-    const out = new Float64Array(count);
+  // The pairs of tools/quern_board/page.cpp (pair_encoder): per point,
+  // varint(zigzag(low difference) * 2 + high changed), then
+  // varint(zigzag(high difference)) if it changed. Plain numbers are exact
+  // here (all below 2^53).
+  function decodePairs(b64, n, each) {
+    const bytes = unbase64(b64);
     let p = 0;
-    for (let i = 0; i < count; i++) {
+    const varint = () => {
       let v = 0, mul = 1, b;
       do {
         b = bytes[p++];
         v += (b & 127) * mul;
         mul *= 128;
       } while (b & 128);
-      out[i] = v % 2 === 1 ? -(v + 1) / 2 : v / 2;
+      return v;
+    };
+    const unzigzag = (v) => v % 2 === 1 ? -(v + 1) / 2 : v / 2;
+    let hi = 0, lo = 0;
+    for (let i = 0; i < n; i++) {
+      const v = varint();
+      const changed = v % 2;
+      lo += unzigzag((v - changed) / 2);
+      if (changed) hi += unzigzag(varint());
+      each(i, hi, lo);
     }
-    return out;
   }
 
   // Steps as numbers (exact below 2^53) and, for the text of larger ones,
   // their high and low 32 bits.
   function decodeSteps(b64, n) {
-    const d = readVarints(unbase64(b64), 2 * n);
     const steps = new Float64Array(n);
-    let hi = 0, lo = 0, big = null;
-    for (let i = 0; i < n; i++) {
-      hi += d[2 * i];
-      lo += d[2 * i + 1];
+    let big = null;
+    decodePairs(b64, n, (i, hi, lo) => {
       steps[i] = hi * 4294967296 + lo;
       if (Math.abs(hi) >= 2097152) {
         if (!big) big = new Map();
         big.set(i, (BigInt(hi) << 32n) + BigInt(lo));
       }
-    }
+    });
     return { steps, text: (i) => big && big.has(i) ? big.get(i).toString() :
       String(steps[i]) };
   }
 
   function decodeWalls(b64, n) {
-    const d = readVarints(unbase64(b64), 2 * n);
     const out = new Float64Array(n);
     const dv = new DataView(new ArrayBuffer(8));
-    let hi = 0, lo = 0;
-    for (let i = 0; i < n; i++) {
-      hi += d[2 * i];
-      lo += d[2 * i + 1];
+    decodePairs(b64, n, (i, hi, lo) => {
       dv.setUint32(0, lo, true);
       dv.setUint32(4, hi, true);
       out[i] = dv.getFloat64(0, true);
-    }
+    });
     return out;
   }
 
