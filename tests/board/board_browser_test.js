@@ -693,6 +693,15 @@ async function testServe() {
       statuses['a bad escape'] === 400 && statuses.POST === 405 &&
       statuses['a foreign Host'] === 403,
     'bad requests get 4xx; paths outside LOGDIR are refused', statuses);
+    const head = await rawRequest(port, 'HEAD / HTTP/1.1\r\nHost: 127.0.0.1:' + port +
+      '\r\n\r\n');
+    const length = Number((/content-length: (\d+)/i.exec(head) || [])[1]);
+    check(/^HTTP\/1\.1 200/.test(head) && length === index.body.length &&
+      head.endsWith('\r\n\r\n'), 'HEAD / answers the headers of GET / and no body',
+    head.slice(0, 200));
+    const busy = run(args.board, ['serve', logdir, '--port', String(port)], { timeout: 20000 });
+    check(busy.status === 1 && busy.err.includes('cannot listen on 127.0.0.1:' + port +
+      ': Address already in use'), 'a port in use is named, exit 1', busy);
     const garbage = await rawRequest(port, 'THIS IS NOT HTTP\r\n\r\n');
     check(/^HTTP\/1\.1 400/.test(garbage), 'a malformed request gets 400', garbage.slice(0, 80));
 
