@@ -282,6 +282,38 @@ async function checkSmoothingReference(page) {
     'non-finite points pass through uncounted', special);
 }
 
+// TensorBoard's computeDataSeriesExtent with ignoreYOutliers, written out
+// again: sort, R-7 quantiles at 5 % and 95 %, keep the values between them.
+function tbExtent(values) {
+  const ys = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (ys.length === 0) return null;
+  if (ys.length <= 2) return [ys[0], ys[ys.length - 1]];
+  const q = (p) => {
+    const h = (ys.length - 1) * p, lo = Math.floor(h);
+    return lo + 1 < ys.length ? ys[lo] + (h - lo) * (ys[lo + 1] - ys[lo]) : ys[lo];
+  };
+  const a = q(0.05), b = q(0.95);
+  const kept = ys.filter((v) => a <= v && v <= b);
+  return [kept[0], kept[kept.length - 1]];
+}
+
+async function checkOutlierRule(page) {
+  // Random series, many with repeated values, against the rule above.
+  let seed = 1;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const cases = [];
+  for (let t = 0; t < 300; t++) {
+    const n = 1 + Math.floor(rnd() * 400);
+    cases.push(Array.from({ length: n }, (_, i) => t % 3 === 0 ? rnd() : t % 3 === 1 ?
+      Math.floor(rnd() * 4) : (i % 5 === 0 ? 1000 * rnd() : rnd())));
+  }
+  const got = await page.eval('JSON.stringify(' + JSON.stringify(cases) +
+    '.map((ys) => quern.yExtent(ys)))');
+  const want = JSON.stringify(cases.map(tbExtent));
+  check(got === want, 'ignore outliers: the y range of 300 random series is TensorBoard\'s ' +
+    '(5th-95th percentile, R-7)');
+}
+
 function checkNoProblems(page, allowed, label) {
   const problems = page.problems();
   check(problems.length === 0, label + ': no console error, exception or blocked load',
@@ -404,6 +436,7 @@ async function testHtml() {
     checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
       'html');
     await checkSmoothingReference(page);
+    await checkOutlierRule(page);
     check(JSON.stringify(st.runs.map((r) => r.name)) ===
       JSON.stringify(['train', 'b/c', 'eval', 'damaged']),
     'runs are listed by start time', st.runs.map((r) => r.name));

@@ -125,36 +125,72 @@
     return out;
   }
 
-  // d3.quantile (R-7) of sorted values.
-  function quantile(sorted, p) {
-    const h = (sorted.length - 1) * p;
-    const lo = Math.floor(h);
-    const a = sorted[lo];
-    return lo + 1 < sorted.length ? a + (h - lo) * (sorted[lo + 1] - a) : a;
+  // Puts the k-th smallest of a[left..right] at a[k], smaller ones before it
+  // and larger ones after it (Hoare's selection: linear time, no sort).
+  function select(a, k, left, right) {
+    while (right > left) {
+      const x = a[left], y = a[(left + right) >> 1], z = a[right];
+      const pivot = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+      let i = left, j = right;
+      while (i <= j) {
+        while (a[i] < pivot) i++;
+        while (a[j] > pivot) j--;
+        if (i <= j) {
+          const t = a[i];
+          a[i] = a[j];
+          a[j] = t;
+          i++;
+          j--;
+        }
+      }
+      if (k <= j) right = j;
+      else if (k >= i) left = i;
+      else return;
+    }
+  }
+
+  function minFrom(a, from) {
+    let m = Infinity;
+    for (let i = from; i < a.length; i++) if (a[i] < m) m = a[i];
+    return m;
   }
 
   // computeDataSeriesExtent: with ignore outliers, the y extent of the
-  // values between the 5th and 95th percentiles of every visible point.
+  // values between the 5th and 95th percentiles (d3's R-7 quantiles) of
+  // every visible point. The quantiles need four order statistics, found
+  // by selection: the same numbers as sorting, several times faster.
   function yExtent(arrays, ignoreOutliers, positiveOnly) {
     let total = 0;
     for (const a of arrays) total += a.length;
     let ys = new Float64Array(total);
-    let k = 0;
+    let n = 0;
     for (const a of arrays)
       for (let i = 0; i < a.length; i++) {
         const y = a[i];
-        if (Number.isFinite(y) && (!positiveOnly || y > 0)) ys[k++] = y;
+        if (Number.isFinite(y) && (!positiveOnly || y > 0)) ys[n++] = y;
       }
-    ys = ys.subarray(0, k).sort();
-    if (ys.length === 0) return null;
-    if (ignoreOutliers && ys.length > 2) {
-      const a = quantile(ys, 0.05), b = quantile(ys, 0.95);
-      let lo = 0, hi = ys.length - 1;
-      while (ys[lo] < a) lo++;
-      while (ys[hi] > b) hi--;
-      return [ys[lo], ys[hi]];
+    ys = ys.subarray(0, n);
+    if (n === 0) return null;
+    if (!ignoreOutliers || n <= 2) {
+      let lo = Infinity, hi = -Infinity;
+      for (let i = 0; i < n; i++) {
+        if (ys[i] < lo) lo = ys[i];
+        if (ys[i] > hi) hi = ys[i];
+      }
+      return [lo, hi];
     }
-    return [ys[0], ys[ys.length - 1]];
+    // quantile p = a + (h - floor h)(b - a) with a, b the floor(h)-th and
+    // next order statistics; the kept values then start at the smallest one
+    // >= that quantile and end at the largest one <= the other.
+    const h1 = (n - 1) * 0.05, l1 = Math.floor(h1);
+    select(ys, l1, 0, n - 1);
+    const a0 = ys[l1], a1 = minFrom(ys, l1 + 1);
+    const aY = a0 + (h1 - l1) * (a1 - a0);
+    const h2 = (n - 1) * 0.95, l2 = Math.floor(h2);
+    select(ys, l2, l2 > l1 ? l1 + 1 : 0, n - 1);
+    const b0 = ys[l2], b1 = l2 + 1 < n ? minFrom(ys, l2 + 1) : b0;
+    const bY = l2 + 1 < n ? b0 + (h2 - l2) * (b1 - b0) : b0;
+    return [aY <= a0 ? a0 : a1, bY >= b1 ? b1 : b0];
   }
 
   // -- the exact text of `quern-board export` --
@@ -784,6 +820,7 @@
     return s ? seriesCsv(s) : null;
   };
   quern.formatValue = formatValue;
+  quern.yExtent = (ys) => yExtent([Float64Array.from(ys)], true, false);
   quern.formatWall = formatWall;
   // Smoothed values of a series at the given steps (the first point at each).
   quern.smoothedAt = (run, tag, steps) => {
