@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "quern/error.hpp"
+#include "quern/io_error.hpp"
 #include "quern/queue_spec.hpp"
-#include "quern/summary/detail/io_error.hpp"
 #include "quern/summary/record.hpp"
 
 namespace quern {
@@ -22,7 +22,7 @@ namespace {
 /// Throws TF's I/O error for `file`: `<file>; <strerror(err)>`, with the code
 /// of TF's errno mapping (ENOENT NOT_FOUND, EACCES PERMISSION_DENIED, ...).
 [[noreturn]] void throw_io_error(int err, const std::string& file) {
-  auto mapped = detail::io_error(err, file);
+  auto mapped = io_error(err, file);
   throw_error(make_error(code_of(mapped), file + "; " + std::strerror(err)));
 }
 

@@ -233,19 +233,9 @@ struct event_encoder::impl {
 
   void frame(std::string& out, const pb::Event& ev) {
     auto size = ev.ByteSizeLong();
-    auto start = out.size();
-    out.resize(start + record_header_size + size + record_footer_size);
-    auto* p = reinterpret_cast<uint8_t*>(out.data() + start);
-    for (int i = 0; i < 8; ++i)
-      p[i] = static_cast<uint8_t>((uint64_t{size} >> (8 * i)) & 0xFF);
-    auto put32 = [](uint8_t* q, uint32_t v) {
-      for (int i = 0; i < 4; ++i)
-        q[i] = static_cast<uint8_t>((v >> (8 * i)) & 0xFF);
-    };
-    put32(p + 8, mask_crc(crc32c(p, 8)));
-    auto* payload = p + record_header_size;
-    ev.SerializeWithCachedSizesToArray(payload);
-    put32(payload + size, mask_crc(crc32c(payload, size)));
+    auto* payload = begin_record(out, size);
+    ev.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(payload));
+    end_record(payload, size);
   }
 };
 

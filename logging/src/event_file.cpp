@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "quern/error.hpp"
-#include "quern/summary/detail/io_error.hpp"
+#include "quern/io_error.hpp"
 
 namespace quern {
 
@@ -45,13 +45,13 @@ caf::error create_log_directory(const std::string& dir) {
     if (prefix.empty() || prefix == "/")
       continue;
     if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
-      return detail::io_error(errno, "cannot create log directory '" + dir + "'");
+      return io_error(errno, "cannot create log directory '" + dir + "'");
   }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0)
-    return detail::io_error(errno, "cannot create log directory '" + dir + "'");
+    return io_error(errno, "cannot create log directory '" + dir + "'");
   if (!S_ISDIR(st.st_mode))
-    return detail::io_error(ENOTDIR, "cannot create log directory '" + dir + "'");
+    return io_error(ENOTDIR, "cannot create log directory '" + dir + "'");
   return caf::none;
 }
 
@@ -90,7 +90,7 @@ caf::error event_file_writer::create(const std::string& logdir, const std::strin
     if (fd < 0) {
       if (errno == EEXIST && n < 100000)
         continue;
-      return detail::io_error(errno, "cannot create event file '" + path + "'");
+      return io_error(errno, "cannot create event file '" + path + "'");
     }
     // The name is ours now (O_EXCL): write the first record into it.
     return adopt(fd, path, static_cast<double>(secs), sync);
@@ -103,7 +103,7 @@ caf::error event_file_writer::create_at(const std::string& path, double wall_tim
     return err;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return detail::io_error(errno, "cannot create event file '" + path + "'");
+    return io_error(errno, "cannot create event file '" + path + "'");
   return adopt(fd, path, wall_time, sync);
 }
 
@@ -130,7 +130,7 @@ caf::error event_file_writer::write() {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      auto err = detail::io_error(errno, "cannot write to event file '" + path_ + "'");
+      auto err = io_error(errno, "cannot write to event file '" + path_ + "'");
       // Cut off what part of the buffer made it, so that the file still ends
       // at a record boundary and later events remain readable.
       if (::ftruncate(fd_, static_cast<off_t>(good)) == 0 &&
@@ -153,7 +153,7 @@ caf::error event_file_writer::flush(bool sync) {
   if (auto err = write())
     return err;
   if (sync && fd_ >= 0 && ::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS)
-    return detail::io_error(errno, "cannot sync event file '" + path_ + "'");
+    return io_error(errno, "cannot sync event file '" + path_ + "'");
   return caf::none;
 }
 
@@ -162,7 +162,7 @@ caf::error event_file_writer::close(bool sync) {
     return caf::none;
   auto err = flush(sync);
   if (::close(fd_) != 0 && !err)
-    err = detail::io_error(errno, "cannot close event file '" + path_ + "'");
+    err = io_error(errno, "cannot close event file '" + path_ + "'");
   fd_ = -1;
   return err;
 }

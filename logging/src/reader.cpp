@@ -6,7 +6,7 @@
 #include <system_error>
 
 #include "quern/error.hpp"
-#include "quern/summary/detail/io_error.hpp"
+#include "quern/io_error.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/record.hpp"
 
@@ -45,8 +45,8 @@ caf::expected<std::vector<run_files>> find_runs(const std::string& logdir) {
   std::error_code ec;
   if (!fs::is_directory(logdir, ec)) {
     if (!fs::exists(logdir, ec))
-      return detail::io_error(ENOENT, "cannot read log directory '" + logdir + "'");
-    return detail::io_error(ENOTDIR, "cannot read log directory '" + logdir + "'");
+      return io_error(ENOENT, "cannot read log directory '" + logdir + "'");
+    return io_error(ENOTDIR, "cannot read log directory '" + logdir + "'");
   }
   std::map<std::string, std::vector<std::string>> runs;
   auto root = fs::path(logdir);
@@ -65,16 +65,16 @@ caf::expected<std::vector<run_files>> find_runs(const std::string& logdir) {
   // silently left out (or "no event files" for an unreadable logdir).
   fs::recursive_directory_iterator it{root, ec};
   if (ec)
-    return detail::io_error(ec.value(), "cannot read log directory '" + logdir + "'");
+    return io_error(ec.value(), "cannot read log directory '" + logdir + "'");
   for (auto end = fs::recursive_directory_iterator{}; it != end;) {
     visit(*it);
     std::error_code de;
     auto entered = it->is_directory(de) ? it->path().string() : std::string{};
     it.increment(ec);
     if (ec)
-      return detail::io_error(ec.value(), "cannot read directory '" +
-                                              (entered.empty() ? logdir : entered) +
-                                              "' under log directory '" + logdir + "'");
+      return io_error(ec.value(), "cannot read directory '" +
+                                      (entered.empty() ? logdir : entered) +
+                                      "' under log directory '" + logdir + "'");
   }
   std::vector<run_files> result;
   for (auto& [run, files] : runs) {

@@ -1,12 +1,13 @@
 #include "quern/summary/record.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <sys/stat.h>
 
 #include "quern/error.hpp"
-#include "quern/summary/detail/io_error.hpp"
+#include "quern/io_error.hpp"
 
 namespace quern {
 
@@ -61,15 +62,23 @@ caf::error check_header(const char* hdr, uint64_t offset, uint64_t& length) {
 
 } // namespace
 
-void append_record(std::string& out, std::string_view payload) {
-  char hdr[record_header_size];
-  put_le64(hdr, payload.size());
+char* begin_record(std::string& out, size_t size) {
+  auto start = out.size();
+  out.resize(start + record_header_size + size + record_footer_size);
+  auto* hdr = out.data() + start;
+  put_le64(hdr, size);
   put_le32(hdr + 8, mask_crc(crc32c(hdr, 8)));
-  char ftr[record_footer_size];
-  put_le32(ftr, mask_crc(crc32c(payload)));
-  out.append(hdr, sizeof(hdr));
-  out.append(payload.data(), payload.size());
-  out.append(ftr, sizeof(ftr));
+  return hdr + record_header_size;
+}
+
+void end_record(char* payload, size_t size) {
+  put_le32(payload + size, mask_crc(crc32c(payload, size)));
+}
+
+void append_record(std::string& out, std::string_view payload) {
+  auto* p = begin_record(out, payload.size());
+  std::copy(payload.begin(), payload.end(), p);
+  end_record(p, payload.size());
 }
 
 record_list read_records(std::string_view buf) {
@@ -112,14 +121,14 @@ record_list read_records(std::string_view buf) {
 record_reader::record_reader(const std::string& path) {
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) {
-    open_error_ = detail::io_error(errno, "cannot open '" + path + "'");
+    open_error_ = io_error(errno, "cannot open '" + path + "'");
     return;
   }
   // fopen takes a directory; its first read fails, which looked like an
   // empty file: say what it is instead.
   struct stat st;
   if (::fstat(::fileno(file_), &st) == 0 && S_ISDIR(st.st_mode))
-    open_error_ = detail::io_error(EISDIR, "cannot open '" + path + "'");
+    open_error_ = io_error(EISDIR, "cannot open '" + path + "'");
 }
 
 record_reader::~record_reader() {
@@ -139,8 +148,7 @@ caf::error record_reader::next(std::string& payload) {
   char hdr[record_header_size];
   auto n = std::fread(hdr, 1, sizeof(hdr), file_);
   if (n == 0 && std::ferror(file_))
-    return fail(
-        detail::io_error(errno, "cannot read at offset " + std::to_string(offset_)));
+    return fail(io_error(errno, "cannot read at offset " + std::to_string(offset_)));
   if (n == 0)
     return fail(eof());
   if (n < sizeof(hdr))

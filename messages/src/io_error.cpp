@@ -1,11 +1,11 @@
-#include "quern/summary/detail/io_error.hpp"
+#include "quern/io_error.hpp"
 
 #include <cerrno>
 #include <cstring>
 
 #include "quern/error.hpp"
 
-namespace quern::detail {
+namespace quern {
 
 namespace {
 
@@ -79,4 +79,4 @@ caf::error io_error(int err, const std::string& what) {
   return make_error(code_for(err), what + ": " + std::strerror(err));
 }
 
-} // namespace quern::detail
+} // namespace quern

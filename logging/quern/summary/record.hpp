@@ -46,6 +46,13 @@ constexpr size_t record_footer_size = 4;
 /// Appends one framed record holding `payload` to `out`.
 void append_record(std::string& out, std::string_view payload);
 
+/// The same in two steps, for a payload written in place (the event encoder
+/// serialises straight into the file buffer): begin_record grows `out` by a
+/// whole record of `size` payload bytes, writes its header and returns where
+/// the payload goes; end_record writes the footer once the payload is there.
+char* begin_record(std::string& out, size_t size);
+void end_record(char* payload, size_t size);
+
 /// Reads framed records one at a time from a file, verifying both CRCs.
 /// next() returns none and the payload, or:
 ///   out_of_range "eof"                 clean end of the file
