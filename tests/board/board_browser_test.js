@@ -759,9 +759,22 @@ async function testServe() {
     } catch (e) { /* reported below */ }
     check(after === before + 25, 'the open page picks up the 25 appended events (' + before +
       ' -> ' + (before + 25) + ')', after);
+    const deltas = await page.eval('quern.selftest().deltas');
+    check(deltas >= 1, 'the page got only the new points (' + deltas + ' update(s))', deltas);
     const csv = await page.eval('quern.csv("train", "loss")');
     check(csv === run(args.board, ['export', logdir, '--run', 'train', '--tag', 'loss']).out,
       'after the reload the CSV still equals export');
+    await checkAgainstExport(page, args.board, logdir, 'serve after the update');
+    // A new run is more than new points: the page takes all the data again.
+    const late = run(args.helper, ['big', path.join(logdir, 'late'), '1', '1', '10']);
+    check(late.status === 0, 'a new run is written', late.err);
+    let runs = null;
+    try {
+      runs = await page.waitFor('(() => { const r = quern.selftest().runs.map((x) => x.name);' +
+        ' return r.length === 5 && r; })()', 30000);
+    } catch (e) { /* reported below */ }
+    check(runs && runs.includes('late/run0'), 'the open page picks up a new run', runs);
+    if (runs) await checkAgainstExport(page, args.board, logdir, 'serve with a new run');
     checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'),
       'serve after the reload');
     await page.screenshot(path.join(out, 'serve.png'));

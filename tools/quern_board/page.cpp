@@ -108,14 +108,10 @@ std::string image_mime(const image_data& img) {
   return "application/octet-stream";
 }
 
-} // namespace
-
-std::string page_data(const std::vector<run_report>& runs, const page_options& opt,
-                      const std::string& version) {
-  std::string out = "{\"title\":" + json_string(opt.title) +
-                    ",\"live\":" + (opt.live ? "true" : "false") +
-                    ",\"reload\":" + std::to_string(opt.reload_ms) +
-                    ",\"version\":" + json_string(version) + ",\"runs\":[";
+// The runs: names, start times, files, problems (what `inspect` reports as
+// wrong) and other events, as a JSON array.
+std::string runs_json(const std::vector<run_report>& runs, const page_options& opt) {
+  std::string out = "[";
   for (size_t r = 0; r < runs.size(); ++r) {
     auto& rep = runs[r];
     out += r ? "," : "";
@@ -156,17 +152,39 @@ std::string page_data(const std::vector<run_report>& runs, const page_options& o
     }
     out += "}}";
   }
-  out += "],\"scalars\":[";
+  return out + "]";
+}
+
+// One scalar series from point `from` on.
+std::string series_json(size_t run, const std::string& tag, const scalar_series& s,
+                        size_t from) {
+  auto tail = [from](const auto& v) {
+    return std::vector<typename std::decay_t<decltype(v)>::value_type>(v.begin() + from,
+                                                                       v.end());
+  };
+  return "{\"run\":" + std::to_string(run) + ",\"tag\":" + json_string(tag) +
+         ",\"n\":" + std::to_string(s.steps.size() - from) + ",\"steps\":\"" +
+         base64(encode_steps(tail(s.steps))) + "\",\"walls\":\"" +
+         base64(encode_walls(tail(s.walls))) + "\",\"values\":\"" +
+         base64(encode_values(tail(s.values))) + "\"}";
+}
+
+} // namespace
+
+std::string page_data(const std::vector<run_report>& runs, const page_options& opt,
+                      const std::string& version) {
+  std::string out = "{\"title\":" + json_string(opt.title) +
+                    ",\"live\":" + (opt.live ? "true" : "false") +
+                    ",\"reload\":" + std::to_string(opt.reload_ms) +
+                    ",\"version\":" + json_string(version) + ",\"runs\":";
+  out += runs_json(runs, opt);
+  out += ",\"scalars\":[";
   bool first = true;
   for (size_t r = 0; r < runs.size(); ++r) {
     for (auto& [tag, s] : runs[r].scalars) {
       out += first ? "" : ",";
       first = false;
-      out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
-             ",\"n\":" + std::to_string(s.steps.size()) + ",\"steps\":\"" +
-             base64(encode_steps(s.steps)) + "\",\"walls\":\"" +
-             base64(encode_walls(s.walls)) + "\",\"values\":\"" +
-             base64(encode_values(s.values)) + "\"}";
+      out += series_json(r, tag, s, 0);
     }
   }
   out += "],\"histograms\":[";
@@ -223,6 +241,66 @@ std::string page_data(const std::vector<run_report>& runs, const page_options& o
   }
   out += "]}";
   return out;
+}
+
+namespace {
+
+template <class T>
+bool same_prefix(const std::vector<T>& now, const std::vector<T>& before) {
+  return now.size() >= before.size() &&
+         (before.empty() ||
+          std::memcmp(now.data(), before.data(), before.size() * sizeof(T)) == 0);
+}
+
+template <class M>
+bool same_sizes(const M& a, const M& b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+    if (i->first != j->first || i->second.size() != j->second.size())
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::string page_delta(const std::vector<run_report>& before,
+                       const std::vector<run_report>& now, const page_options& opt,
+                       const std::string& base, const std::string& version) {
+  // Only points appended to series the page has: anything else (a new run,
+  // tag, histogram, text or image, a file rewritten) needs the whole data.
+  if (before.size() != now.size())
+    return {};
+  for (size_t r = 0; r < now.size(); ++r) {
+    auto& b = before[r];
+    auto& n = now[r];
+    if (b.run != n.run || b.scalars.size() != n.scalars.size() ||
+        !same_sizes(b.histograms, n.histograms) || !same_sizes(b.texts, n.texts) ||
+        !same_sizes(b.images, n.images))
+      return {};
+    for (auto i = b.scalars.begin(), j = n.scalars.begin(); i != b.scalars.end();
+         ++i, ++j)
+      if (i->first != j->first || !same_prefix(j->second.steps, i->second.steps) ||
+          !same_prefix(j->second.walls, i->second.walls) ||
+          !same_prefix(j->second.values, i->second.values))
+        return {};
+  }
+  std::string out = "{\"version\":" + json_string(version) +
+                    ",\"base\":" + json_string(base) +
+                    ",\"runs\":" + runs_json(now, opt) + ",\"append\":[";
+  bool first = true;
+  for (size_t r = 0; r < now.size(); ++r) {
+    auto i = before[r].scalars.begin();
+    for (auto& [tag, s] : now[r].scalars) {
+      size_t from = (i++)->second.steps.size();
+      if (from == s.steps.size())
+        continue;
+      out += first ? "" : ",";
+      first = false;
+      out += series_json(r, tag, s, from);
+    }
+  }
+  return out + "]}";
 }
 
 std::string render_page(const std::vector<run_report>& runs, const page_options& opt,

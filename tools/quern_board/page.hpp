@@ -25,6 +25,13 @@ struct page_options {
 std::string page_data(const std::vector<run_report>& runs, const page_options& opt,
                       const std::string& version);
 
+/// What changed from `before` (the data of version `base`) to `now`, when
+/// only points were appended to series `before` has: the runs again and the
+/// new points (JSON with "base" set); empty when the page needs all the data.
+std::string page_delta(const std::vector<run_report>& before,
+                       const std::vector<run_report>& now, const page_options& opt,
+                       const std::string& base, const std::string& version);
+
 /// The whole page.
 std::string render_page(const std::vector<run_report>& runs, const page_options& opt,
                         const std::string& version);

@@ -66,6 +66,8 @@ public:
       return {};
     signature_ = signature;
     ++generation_;
+    auto before = std::move(reports_);
+    auto base = version_;
     reports_.clear();
     for (auto& r : *runs) {
       std::vector<const event_file_contents*> contents;
@@ -74,10 +76,24 @@ public:
       reports_.push_back(make_run_report(r.run, contents, selection{}, true));
     }
     sort_by_start_time(reports_);
-    version_ = std::to_string(generation_);
+    version_ = instance_ + "-" + std::to_string(generation_);
     data_ = page_data(reports_, opt_.page, version_);
+    // A page that has the previous version gets only the new points.
+    delta_base_ = base;
+    delta_ = base.empty() ? std::string{}
+                          : page_delta(before, reports_, opt_.page, base, version_);
     page_.clear();
     return {};
+  }
+
+  /// The answer to a page that has version `have`: nothing new (empty), the
+  /// new points, or all the data.
+  const std::string* data_for(const std::string& have) const {
+    if (have == version_)
+      return nullptr;
+    if (!delta_.empty() && have == delta_base_)
+      return &delta_;
+    return &data_;
   }
 
   const std::string& version() const { return version_; }
@@ -96,12 +112,18 @@ private:
     event_file_contents contents;
   };
   serve_options opt_;
+  // Versions name this server too: a page left open from an earlier one
+  // must not take a delta meant for another base.
+  std::string instance_ =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   std::map<std::string, entry> files_;
   std::string signature_;
   uint64_t generation_ = 0;
   std::vector<run_report> reports_;
   std::string version_;
   std::string data_;
+  std::string delta_base_;
+  std::string delta_;
   std::string page_;
 };
 
@@ -235,9 +257,10 @@ response handle(server& srv, const http::request<Body>& req) {
     return res;
   }
   if (path == "/data") {
-    if (params["have"] == srv.cache.version())
+    auto* body = srv.cache.data_for(params["have"]);
+    if (!body)
       return text_response(http::status::no_content, v, "");
-    return text_response(http::status::ok, v, srv.cache.data(), "application/json");
+    return text_response(http::status::ok, v, *body, "application/json");
   }
   if (path == "/export.csv") {
     // The same text as `quern-board export LOGDIR [--run R] [--tag T]`.

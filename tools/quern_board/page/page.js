@@ -24,7 +24,7 @@
   let data = null;
   let model = null;
   const charts = new Map(); // tag -> {g, div, readout}
-  const quern = { reloads: 0, firstChartMs: null, errors: [] };
+  const quern = { reloads: 0, deltas: 0, firstChartMs: null, errors: [] };
   window.quern = quern;
 
   // -- decoding (the encodings of tools/quern_board/page.cpp) --
@@ -835,7 +835,7 @@
   quern.selftest = () => {
     quern.flush();
     const out = {
-      title: data.title, version: data.version, reloads: quern.reloads,
+      title: data.title, version: data.version, reloads: quern.reloads, deltas: quern.deltas,
       firstChartMs: quern.firstChartMs, allChartsMs: quern.allChartsMs,
       smoothingChangeMs: quern.smoothingChangeMs, runFilterMs: quern.runFilterMs,
       smoothing: state.smoothing, x: state.x,
@@ -884,12 +884,48 @@
     drawAll();
   }
 
+  function concat(a, b) {
+    const out = new Float64Array(a.length + b.length);
+    out.set(a);
+    out.set(b, a.length);
+    return out;
+  }
+
+  // New points for series the page has (serve's answer when nothing else
+  // changed); false when they do not fit.
+  function applyDelta(d) {
+    if (d.base !== data.version || d.runs.length !== model.runs.length) return false;
+    for (const a of d.append) {
+      const s = (model.byTag.get(a.tag) || []).find((x) => x.run === a.run);
+      if (!s) return false;
+      const steps = decodeSteps(a.steps, a.n);
+      const oldN = s.n, oldText = s.stepText;
+      s.steps = concat(s.steps, steps.steps);
+      s.walls = concat(s.walls, decodeWalls(a.walls, a.n));
+      s.values = concat(s.values, decodeValues(a.values, a.n));
+      s.n += a.n;
+      s.stepText = (i) => i < oldN ? oldText(i) : steps.text(i - oldN);
+      s.smoothCache = null;
+      s.drawn = undefined;
+    }
+    d.runs.forEach((r, i) => { r.color = PALETTE[i % PALETTE.length]; });
+    data.runs = d.runs;
+    model.runs = d.runs;
+    data.version = d.version;
+    quern.deltas++;
+    buildRuns();
+    drawAll();
+    return true;
+  }
+
   async function poll() {
     try {
       const r = await fetch('data?have=' + encodeURIComponent(data.version),
         { cache: 'no-store' });
       if (r.status === 200) {
-        load(await r.json());
+        const d = await r.json();
+        if (d.base === undefined) load(d);
+        else if (!applyDelta(d)) data.version = ''; // ask for all the data next time
         quern.reloads++;
       } else if (r.status === 204) {
         showStatus();
