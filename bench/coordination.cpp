@@ -24,6 +24,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "command_line.hpp"
+
 #include "mutex_queue.hpp"
 #include "quern/blocking_queue.hpp"
 #include "quern/coordinator.hpp"
@@ -274,17 +276,8 @@ int main(int argc, char** argv) {
       "pipeline-runs", po::value(&pipeline_runs)->default_value(pipeline_runs),
       "pipeline runs per implementation (best is reported)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << e.what() << '\n' << desc << '\n';
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << '\n';
-    return 0;
-  }
+  if (auto status = quern::cli::parse_options("bench_coordination", argc, argv, desc, vm))
+    return *status;
   elements -= elements % batch;
 
   quern::config cfg;

@@ -22,6 +22,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "command_line.hpp"
+
 #include "mutex_queue.hpp"
 #include "quern/blocking_queue.hpp"
 #include "quern/messages.hpp"
@@ -180,17 +182,9 @@ int main(int argc, char** argv) {
       "scheduler", po::value<std::string>(&scheduler)->default_value(""),
       "CAF scheduler policy: stealing or sharing (default: quern::config's)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_queue_throughput: " << e.what() << "\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status =
+          quern::cli::parse_options("bench_queue_throughput", argc, argv, desc, vm))
+    return *status;
   if (p.elements <= 0 || p.capacity <= 0 || p.batch <= 0 || p.window == 0 ||
       repeat <= 0) {
     std::cerr << "bench_queue_throughput: --elements, --capacity, --batch, --window and "

@@ -28,6 +28,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "command_line.hpp"
+
 #include "../examples/reading/csv_data.hpp"
 #include "quern/blocking_queue.hpp"
 #include "quern/coordinator.hpp"
@@ -319,7 +321,9 @@ int main(int argc, char** argv) {
       "through quern's queues, beside a plain single-threaded read-and-parse loop\n"
       "Options"};
   desc.add_options()("help,h", "show this help")(
-      "mb", po::value<double>(&megabytes)->default_value(megabytes),
+      "mb",
+      po::value<double>(&megabytes)
+          ->default_value(megabytes, quern::cli::shown(megabytes)),
       "total size of the CSV files (MB)")(
       "files", po::value<int>(&files_n)->default_value(files_n),
       "number of CSV files (the readers take whole files: with few files the last "
@@ -351,17 +355,9 @@ int main(int argc, char** argv) {
       "per batch, TF's call), any-size (a batch_reader handing out 1..batch-size "
       "rows)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_reading_pipeline: " << e.what() << "\n\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto status =
+          quern::cli::parse_options("bench_reading_pipeline", argc, argv, desc, vm))
+    return *status;
   if (!(megabytes > 0) || files_n <= 0 || rounds <= 0 || a.readers <= 0 ||
       a.batch_size <= 0 || a.read_batch <= 0 || a.min_after_dequeue < 0 ||
       a.capacity < 0 ||

@@ -17,7 +17,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <boost/program_options.hpp>
 #include <caf/actor_system.hpp>
+
+#include "command_line.hpp"
 
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
@@ -117,10 +120,20 @@ size_t count_events(const std::string& dir) {
 } // namespace
 
 int main(int argc, char** argv) {
-  long n = argc > 1 ? std::atol(argv[1]) : 1000000;
+  namespace po = boost::program_options;
+  long n = 1000000;
+  po::options_description desc{"bench_summary_writer: scalar events through the summary "
+                               "writer actor against a plain buffered-file encoder, same "
+                               "process\nOptions"};
+  desc.add_options()("help,h", "show this help")(
+      "events,n", po::value<long>(&n)->default_value(n), "scalar events per run");
+  po::variables_map vm;
+  if (auto status =
+          quern::cli::parse_options("bench_summary_writer", argc, argv, desc, vm))
+    return *status;
   if (n <= 0) {
-    std::fprintf(stderr, "usage: bench_summary_writer [EVENTS]\n");
-    return 1;
+    std::fprintf(stderr, "bench_summary_writer: --events must be positive, got %ld\n", n);
+    return 2;
   }
   quern::config cfg;
   caf::actor_system sys{cfg};

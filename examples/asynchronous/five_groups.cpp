@@ -15,7 +15,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "../common/command_line.hpp"
+#include "command_line.hpp"
 
 #include "quern/coordinator.hpp"
 #include "quern/messages.hpp"
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       "logdir", po::value<std::string>(&logdir)->default_value("runs/five_groups"),
       "where the scalars are logged");
   po::variables_map vm;
-  if (auto status = quern::examples::parse_options("five_groups", argc, argv, desc, vm))
+  if (auto status = quern::cli::parse_options("five_groups", argc, argv, desc, vm))
     return *status;
   if (groups_n <= 0 || steps < 0) {
     std::cerr << "five_groups: --groups must be positive and --steps non-negative\n";

@@ -21,7 +21,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "../common/command_line.hpp"
+#include "command_line.hpp"
 
 #include "csv_data.hpp"
 #include "quern/coordinator.hpp"
@@ -65,14 +65,14 @@ int main(int argc, char** argv) {
       "shuffle buffer of the RandomShuffleQueue")(
       "learning-rate",
       po::value<double>(&learning_rate)
-          ->default_value(learning_rate, quern::examples::shown(learning_rate)),
+          ->default_value(learning_rate, quern::cli::shown(learning_rate)),
       "SGD step size")(
       "logdir", po::value<std::string>(&logdir)->default_value("runs/csv_pipeline"),
       "run directory: the CSV files go to <logdir>/data, the event file to <logdir>")(
       "seed", po::value<int64_t>(&seed)->default_value(seed),
       "seed of the data, the file order and the shuffle queue (0: random order)");
   po::variables_map vm;
-  if (auto status = quern::examples::parse_options("csv_pipeline", argc, argv, desc, vm))
+  if (auto status = quern::cli::parse_options("csv_pipeline", argc, argv, desc, vm))
     return *status;
   if (files <= 0 || rows <= 0 || epochs <= 0 || batch_size <= 0 || readers <= 0 ||
       min_after_dequeue < 0 || !(learning_rate > 0)) {

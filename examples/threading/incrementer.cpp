@@ -7,7 +7,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "../common/command_line.hpp"
+#include "command_line.hpp"
 
 #include "quern/blocking_queue.hpp"
 #include "quern/messages.hpp"
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       "logdir", po::value<std::string>(&logdir)->default_value("runs/incrementer"),
       "where the scalars are logged");
   po::variables_map vm;
-  if (auto status = quern::examples::parse_options("incrementer", argc, argv, desc, vm))
+  if (auto status = quern::cli::parse_options("incrementer", argc, argv, desc, vm))
     return *status;
   if (capacity <= 0 || steps < 0) {
     std::cerr << "incrementer: --capacity must be positive and --steps non-negative\n";

@@ -23,7 +23,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "../common/command_line.hpp"
+#include "command_line.hpp"
 
 #include "quern/coordinator.hpp"
 #include "quern/messages.hpp"
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       "copies of the enqueue op ([enqueue_op] * 4)")(
       "learning-rate",
       po::value<double>(&learning_rate)
-          ->default_value(learning_rate, quern::examples::shown(learning_rate)),
+          ->default_value(learning_rate, quern::cli::shown(learning_rate)),
       "SGD step size")("seed", po::value<int64_t>(&seed)->default_value(seed),
                        "seed of the examples and of the queue (0: random)")(
       "fail-at", po::value<int64_t>(&fail_at)->default_value(fail_at),
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       "where the scalars are logged");
   po::variables_map vm;
   if (auto status =
-          quern::examples::parse_options("queue_runner_training", argc, argv, desc, vm))
+          quern::cli::parse_options("queue_runner_training", argc, argv, desc, vm))
     return *status;
   if (steps < 0 || batch_size <= 0 || workers <= 0 || !(learning_rate > 0) ||
       min_after_dequeue < 0 || capacity <= min_after_dequeue) {

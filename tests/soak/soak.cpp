@@ -25,6 +25,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "command_line.hpp"
+
 #include "quern/blocking_queue.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/messages.hpp"
@@ -215,17 +217,8 @@ int main(int argc, char** argv) {
       "run rounds for this long")("seed", po::value<uint64_t>(&seed)->default_value(1),
                                   "the first round's seed (round k uses seed + k)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "quern_soak: " << e.what() << "\n" << desc;
-    return 1;
-  }
-  if (vm.count("help")) {
-    std::cout << desc;
-    return 0;
-  }
+  if (auto status = quern::cli::parse_options("quern_soak", argc, argv, desc, vm))
+    return *status;
   if (seconds <= 0) {
     std::cerr << "quern_soak: --seconds must be positive, got " << seconds << "\n";
     return 1;

@@ -1,7 +1,9 @@
 #pragma once
-// The command line of quern's example programs (Boost.Program_options): one
-// way to answer --help, to name a bad option or a stray argument, and to show
-// defaults as a person writes them.
+// The command line of quern's programs -- examples, benchmarks, the soak test
+// (Boost.Program_options): one way to answer --help, to name a bad option or a
+// stray argument, and to show defaults as a person writes them. CMake target
+// quern_command_line; programs with no options of their own use
+// quern::parse_command_line (quern/command_line.hpp) instead.
 
 #include <iostream>
 #include <optional>
@@ -11,7 +13,7 @@
 
 #include <boost/program_options.hpp>
 
-namespace quern::examples {
+namespace quern::cli {
 
 namespace po = boost::program_options;
 
@@ -57,4 +59,4 @@ inline std::string shown(double value) {
   return out.str();
 }
 
-} // namespace quern::examples
+} // namespace quern::cli
