@@ -384,14 +384,15 @@
       const run = model.runs[s.run];
       const sm = smoothed(s);
       mains.push(withSmooth ? sm : s.values);
-      const rawLabel = run.name;
+      // Labels by run index: run names may be anything, labels must differ.
+      const rawLabel = 'run ' + s.run;
       labels.push(rawLabel);
       colors.push(run.color);
       opts[rawLabel] = withSmooth ? { strokeWidth: 1, color: run.color + '40' } :
         { strokeWidth: 2, color: run.color };
       cols.push({ s: s, ys: s.values });
       if (withSmooth) {
-        const label = run.name + ' (smoothed)';
+        const label = 'run ' + s.run + ' smoothed';
         labels.push(label);
         colors.push(run.color);
         opts[label] = { strokeWidth: 2, color: run.color };
@@ -409,7 +410,9 @@
       const count = idx ? idx.length : s.n;
       for (let k = 0; k < count; k++) {
         const i = idx ? idx[k] : k;
-        entries.push([xOf(s, i), c0, drawable(s.values[i]),
+        const x = xOf(s, i);
+        if (!Number.isFinite(x)) continue; // no place on the axis
+        entries.push([x, c0, drawable(s.values[i]),
           withSmooth ? drawable(smoothed(s)[i]) : null]);
       }
       c0 += ncols;
