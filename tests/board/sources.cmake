@@ -7,6 +7,14 @@ add_executable(quern_test_board_logdir ${CMAKE_CURRENT_LIST_DIR}/make_logdir.cpp
 target_link_libraries(quern_test_board_logdir PRIVATE quern::logging quern_warnings)
 
 if(TARGET quern-board)
+  # quern-board's arithmetic without a browser (its sources compiled in).
+  quern_add_test_suite(quern_test_board
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/board_unit_test.cpp
+            ${PROJECT_SOURCE_DIR}/tools/quern_board/logdir.cpp
+            ${PROJECT_SOURCE_DIR}/tools/quern_board/text.cpp
+    LIBS quern::logging)
+  target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board)
+
   set(quern_board_test_out ${CMAKE_CURRENT_BINARY_DIR}/board)
   set(quern_board_test_args
       --board $<TARGET_FILE:quern-board>

@@ -1,0 +1,91 @@
+// quern-board's own arithmetic, without a browser: TensorBoard's histogram
+// compression, the exact number forms of export, base64, run order.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "logdir.hpp"
+#include "text.hpp"
+
+using namespace quern;
+using namespace quern::board;
+
+TEST_CASE("compress_histogram gives TensorBoard's distribution points", "[board]") {
+  // Two buckets (0, 5] and (5, 10], one value each: the basis points
+  // 0, 6.68, ..., 100 % interpolate linearly inside the buckets
+  // (compress_histogram_proto: lerp between bucket edges clipped to min/max).
+  histogram_data h;
+  h.min = 0;
+  h.max = 10;
+  h.num = 2;
+  h.bucket_limit = {5, 10};
+  h.bucket = {1, 1};
+  auto b = compress_histogram(h);
+  std::vector<double> want = {0, 0.668, 1.587, 3.085, 5, 6.915, 8.413, 9.332, 10};
+  REQUIRE(b.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    CHECK(b[i] == Approx(want[i]).margin(1e-12));
+  // An empty histogram is all zeros, as in TensorBoard.
+  histogram_data empty;
+  CHECK(compress_histogram(empty) == std::vector<double>(9, 0.0));
+  // One bucket: everything between min and max.
+  histogram_data one;
+  one.min = 2;
+  one.max = 4;
+  one.num = 3;
+  one.bucket_limit = {1e300};
+  one.bucket = {3};
+  auto o = compress_histogram(one);
+  CHECK(o.front() == 2);
+  CHECK(o[4] == Approx(3));
+  CHECK(o.back() == 4);
+}
+
+TEST_CASE("export's number forms are exact", "[board]") {
+  CHECK(format_wall_time(1700000000.0) == "1700000000");
+  CHECK(format_wall_time(1700000001.25) == "1700000001.25");
+  CHECK(format_wall_time(0.1) == "0.1");
+  CHECK(format_wall_time(1e23) == "99999999999999991611392");
+  CHECK(format_wall_time(-0.0) == "-0");
+  CHECK(format_wall_time(std::numeric_limits<double>::quiet_NaN()) == "nan");
+  CHECK(format_wall_time(-std::numeric_limits<double>::infinity()) == "-inf");
+  for (double x : {1700000000.123456789, 1e-300, 123.456, 5e-324})
+    CHECK(std::strtod(format_wall_time(x).c_str(), nullptr) == x);
+  CHECK(format_value(0.1f) == "0.100000001");
+  CHECK(format_value(1048576.125f) == "1048576.12"); // a tie, rounded to even
+  CHECK(format_value(1e9f) == "1e+09");
+  CHECK(format_value(std::numeric_limits<float>::infinity()) == "inf");
+  CHECK(json_number(std::numeric_limits<double>::quiet_NaN()) == "null");
+  CHECK(json_string("a</script>\"\n") == "\"a\\u003c/script>\\\"\\n\"");
+  CHECK(csv_field("a,\"b\"") == "\"a,\"\"b\"\"\"");
+  CHECK(html_escape("<a href=\"x\">&</a>") ==
+        "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+}
+
+TEST_CASE("base64 encodes every tail length", "[board]") {
+  CHECK(base64("") == "");
+  CHECK(base64("f") == "Zg==");
+  CHECK(base64("fo") == "Zm8=");
+  CHECK(base64("foo") == "Zm9v");
+  CHECK(base64("foobar") == "Zm9vYmFy");
+  CHECK(base64(std::string("\xff\x00\xfe", 3)) == "/wD+");
+}
+
+TEST_CASE("runs are ordered as TensorBoard lists them", "[board]") {
+  std::vector<run_report> runs(4);
+  runs[0].run = "b";
+  runs[0].start_time = 2;
+  runs[1].run = "none";
+  runs[1].start_time = std::numeric_limits<double>::infinity();
+  runs[2].run = "c";
+  runs[2].start_time = 1;
+  runs[3].run = "a";
+  runs[3].start_time = 2;
+  sort_by_start_time(runs);
+  std::vector<std::string> names;
+  for (auto& r : runs)
+    names.push_back(r.run);
+  CHECK(names == std::vector<std::string>{"c", "a", "b", "none"});
+}
