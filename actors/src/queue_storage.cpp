@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "quern/row_pool.hpp"
+#include "row_pool.hpp"
 
 #include "queue_core.hpp"
 

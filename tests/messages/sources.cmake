@@ -1,7 +1,6 @@
 quern_add_test_suite(quern_test_messages
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/tensor_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/row_pool_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/queue_spec_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/serialization_test.cpp
   LIBS quern::messages)

@@ -1,4 +1,4 @@
-#include "quern/row_pool.hpp"
+#include "row_pool.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -4,7 +4,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "quern/row_pool.hpp"
+#include "row_pool.hpp"
 
 using namespace quern;
 
