@@ -765,6 +765,8 @@ async function testServe() {
     check(csv === run(args.board, ['export', logdir, '--run', 'train', '--tag', 'loss']).out,
       'after the reload the CSV still equals export');
     await checkAgainstExport(page, args.board, logdir, 'serve after the update');
+    const coloursBefore = await page.eval('Object.fromEntries(quern.selftest().runs.map(' +
+      '(r) => [r.name, r.color]))');
     // A new run is more than new points: the page takes all the data again.
     const late = run(args.helper, ['big', path.join(logdir, 'late'), '1', '1', '10']);
     check(late.status === 0, 'a new run is written', late.err);
@@ -774,6 +776,12 @@ async function testServe() {
         ' return r.length === 5 && r; })()', 30000);
     } catch (e) { /* reported below */ }
     check(runs && runs.includes('late/run0'), 'the open page picks up a new run', runs);
+    const colours = await page.eval('Object.fromEntries(quern.selftest().runs.map((r) => ' +
+      '[r.name, r.color]))');
+    check(colours.train === coloursBefore.train && colours.eval === coloursBefore.eval &&
+      !Object.values(coloursBefore).includes(colours['late/run0']),
+    'runs keep their colours when a new run appears; the new one gets a colour of its own',
+    [coloursBefore, colours]);
     if (runs) await checkAgainstExport(page, args.board, logdir, 'serve with a new run');
     checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'),
       'serve after the reload');

@@ -282,10 +282,20 @@
 
   // -- the model --
 
+  // A run keeps its colour for the life of the page: by run order at first,
+  // the next free colour for runs that appear later (served pages).
+  const colorOf = new Map();
+  function assignColors(runs) {
+    for (const r of runs) {
+      if (!colorOf.has(r.name)) colorOf.set(r.name, PALETTE[colorOf.size % PALETTE.length]);
+      r.color = colorOf.get(r.name);
+    }
+  }
+
   function buildModel(d) {
     const m = { runs: d.runs, byTag: new Map(), hist: new Map(), texts: new Map(),
       images: new Map() };
-    d.runs.forEach((r, i) => { r.color = PALETTE[i % PALETTE.length]; });
+    assignColors(d.runs);
     for (const s of d.scalars) {
       const steps = decodeSteps(s.steps, s.n);
       const series = {
@@ -911,7 +921,7 @@
       s.smoothCache = null;
       s.drawn = undefined;
     }
-    d.runs.forEach((r, i) => { r.color = PALETTE[i % PALETTE.length]; });
+    assignColors(d.runs);
     data.runs = d.runs;
     model.runs = d.runs;
     data.version = d.version;
