@@ -8,7 +8,7 @@
 //   - serve: the time until it answers (the log directory read), and the
 //     same browser figures over http://127.0.0.1.
 //   bench_board [--runs N] [--tags N] [--points N] [--dir DIR]
-//               [--chromium PATH]
+//               [--chromium PATH]   (--help lists them)
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -22,6 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/program_options.hpp>
+
+#include "command_line.hpp"
 #include "quern/summary/event_file.hpp"
 
 namespace {
@@ -121,28 +124,27 @@ void print(const char* what, const page_figures& f) {
 
 int main(int argc, char** argv) {
   int runs = 8, tags = 4, points = 100000;
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "quern_bench_board").string();
+  std::string dir = std::filesystem::temp_directory_path().string();
   std::string chromium = "chromium-headless-shell";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--runs")
-      runs = std::stoi(v);
-    else if (a == "--tags")
-      tags = std::stoi(v);
-    else if (a == "--points")
-      points = std::stoi(v);
-    else if (a == "--dir")
-      dir = v;
-    else if (a == "--chromium")
-      chromium = v;
-    else
-      fail("unknown option " + a);
-  }
+  namespace po = boost::program_options;
+  po::options_description desc{
+      "bench_board: quern-board html and serve at scale; options"};
+  desc.add_options()("help", "show this help")(
+      "runs", po::value(&runs)->default_value(runs), "runs in the log directory")(
+      "tags", po::value(&tags)->default_value(tags), "scalar tags per run")(
+      "points", po::value(&points)->default_value(points), "points per tag")(
+      "dir", po::value(&dir)->default_value(dir),
+      "where the scratch folder quern_bench_board goes (removed at the end)")(
+      "chromium", po::value(&chromium)->default_value(chromium), "the browser to time");
+  po::variables_map vm;
+  if (auto status = quern::cli::parse_options("bench_board", argc, argv, desc, vm))
+    return *status;
   if (runs <= 0 || tags <= 0 || points <= 0)
     fail("--runs, --tags and --points must be positive");
   if (run_output("command -v " + chromium).empty())
     fail(chromium + " not found: apt-get install chromium-headless-shell");
+  // Only our own folder is ever removed, whatever --dir names.
+  dir = (std::filesystem::path(dir) / "quern_bench_board").string();
   std::filesystem::remove_all(dir);
   auto logdir = dir + "/logs";
   auto t0 = clock_type::now();
