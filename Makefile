@@ -1,6 +1,7 @@
 # quern -- the two commands a user needs:
 #   make demo   installs what is missing, builds what the demo runs (the flagship example and
-#               quern-board), runs the flagship, shows its scalars
+#               quern-board), runs the flagship, shows its scalars and writes their charts
+#               (one HTML page)
 #   make test   installs what is missing, builds, runs every test (plain and ASan+UBSan builds,
 #               and a few seconds of each libFuzzer target, docs/fuzzing.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)

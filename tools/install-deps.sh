@@ -7,9 +7,11 @@
 set -euo pipefail
 
 # libjs-dygraphs: the charts quern-board embeds in its pages;
-# chromium-headless-shell and nodejs: the browser tests of those pages.
+# chromium-headless-shell and nodejs: the browser tests of those pages;
+# pkg-config: the test that builds a program against the installed quern.pc.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs)
+          libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
+          pkg-config)
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang libclang-rt-14-dev)
 fi
