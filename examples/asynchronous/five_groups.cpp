@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
     coord.join(threads);
     writer.close();
     std::cout << "scalars logged to " << logdir << "\n"
-              << "look at them with:  quern-board inspect " << logdir
-              << "   or:  tensorboard --logdir " << logdir << "\n";
+              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
+              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
   } catch (const op_error& e) {
     std::cerr << "five_groups: " << error_code_name(e.code()) << ": " << e.what() << "\n";
     return 1;

@@ -188,8 +188,8 @@ int main(int argc, char** argv) {
               << batch_size << ", last loss " << loss << "\nlearned w1 = " << w1
               << ", w2 = " << w2 << ", b = " << b << "   (true: 3, -2, 1)\n"
               << "scalars logged to " << logdir << "\n"
-              << "look at them with:  quern-board inspect " << logdir
-              << "   or:  tensorboard --logdir " << logdir << "\n";
+              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
+              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
   } catch (const op_error& e) {
     std::cerr << "csv_pipeline: " << error_code_name(e.code()) << ": " << e.what()
               << "\n";

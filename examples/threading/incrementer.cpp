@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
     std::cout << "\n";
     writer.close();
     std::cout << "scalars logged to " << logdir << "\n"
-              << "look at them with:  quern-board inspect " << logdir
-              << "   or:  tensorboard --logdir " << logdir << "\n";
+              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
+              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
   } catch (const quern::op_error& e) {
     std::cerr << "incrementer: " << quern::error_code_name(e.code()) << ": " << e.what()
               << "\n";

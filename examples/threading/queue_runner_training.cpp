@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
               << "  (the boundary x0 + 2 x1 = 0 has w1/w0 = 2: here "
               << (w0 != 0 ? w1 / w0 : 0) << ")\n"
               << "scalars logged to " << logdir << "\n"
-              << "look at them with:  quern-board inspect " << logdir
-              << "   or:  tensorboard --logdir " << logdir << "\n";
+              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
+              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
     return rc;
   } catch (const op_error& e) {
     std::cerr << "queue_runner_training: " << error_code_name(e.code()) << ": "
