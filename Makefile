@@ -7,6 +7,8 @@
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)
 #   make tsan   builds the library and its tests with ThreadSanitizer and runs them
 #   make soak   runs quern_soak for SOAK_SECONDS (a pipeline under random failures and stops)
+#   make bench-peers   the reading pipeline beside numpy.loadtxt and PyTorch's DataLoader
+#               (bench/peers.py; installs python3-numpy; PyTorch only where installed)
 #   make install PREFIX=P   builds the libraries and quern-board and installs them in P as a
 #               CMake package (find_package(quern)) and a pkg-config module (quern.pc)
 
@@ -24,7 +26,7 @@ PREFIX      ?= /usr/local
 DEMO_TARGETS    = quern_example_csv_pipeline quern-board
 INSTALL_TARGETS = quern_messages quern_actors quern_logging quern_input quern-board
 
-.PHONY: all deps deps-fuzz build build-asan build-fuzz build-tsan demo install test test-plain \
+.PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-tsan demo install test test-plain \
         test-consumer test-asan test-fuzz fuzz tsan soak bench format clean
 
 all: build
@@ -34,6 +36,9 @@ deps:
 
 deps-fuzz:
 	@tools/install-deps.sh --fuzz
+
+deps-peers:
+	@tools/install-deps.sh --peers
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -110,6 +115,9 @@ soak: build
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+bench-peers: build deps-peers
+	/usr/bin/python3 bench/peers.py $(BUILD)   # Debian's python, where python3-numpy is
 
 format:
 	find messages actors logging input examples tests tools bench \

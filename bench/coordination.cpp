@@ -25,6 +25,7 @@
 #include <boost/program_options.hpp>
 
 #include "command_line.hpp"
+#include "peak_rss.hpp"
 
 #include "mutex_queue.hpp"
 #include "quern/blocking_queue.hpp"
@@ -333,5 +334,6 @@ int main(int argc, char** argv) {
   std::printf("  quern, rows as batch tensors (emit_many/pull_batch): %12.0f elements/s "
               "(%.2fx the mutex stages)\n",
               best_batched, best_batched / best_mutex);
+  quern::bench::print_peak_rss();
   return 0;
 }

@@ -29,6 +29,7 @@
 #include <boost/program_options.hpp>
 
 #include "command_line.hpp"
+#include "peak_rss.hpp"
 
 #include "../examples/reading/csv_data.hpp"
 #include "quern/blocking_queue.hpp"
@@ -298,6 +299,7 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
             << " ns = queue actors (CAF scheduler) " << median(cpu_ns.scheduler)
             << " + consumer " << median(cpu_ns.consumer) << " + workers "
             << median(cpu_ns.detached) << " (medians of " << rounds << ")\n";
+  quern::bench::print_peak_rss();
   return rc;
 }
 
@@ -309,6 +311,7 @@ int main(int argc, char** argv) {
   int rounds = 3;
   bool synthetic = false;
   bool pipeline_only = false;
+  std::string data_dir;
   pipeline_args a;
   // One reader more than there are cores: the queue actor and the consumer
   // sleep between their short turns, and each turn takes a core from a
@@ -342,6 +345,11 @@ int main(int argc, char** argv) {
              po::value<int32_t>(&a.min_after_dequeue)->default_value(a.min_after_dequeue),
              "shuffle buffer")("fifo", po::bool_switch(&a.fifo),
                                "batch_join (a FIFO queue) instead of shuffle_batch_join")(
+      "data", po::value<std::string>(&data_dir),
+      "read the *.csv files of this directory (header x1,x2,y; bench/peers.py writes "
+      "them) instead of writing new ones; with --pipeline-only, the quern pipeline on "
+      "the "
+      "same files a peer read")(
       "pipeline-only", po::bool_switch(&pipeline_only),
       "diagnostic: only the quern pipeline on the CSV files, no plain loops (for a "
       "profiler); prints its rate and CPU split")(
@@ -395,15 +403,30 @@ int main(int argc, char** argv) {
     }
     uint64_t bytes = 0;
     auto t0 = clock_type::now();
-    auto files = examples::write_csv_files(dir, files_n, rows, 1, &bytes);
-    std::cout << "wrote " << files_n << " files, " << std::fixed << std::setprecision(1)
-              << bytes / 1e6 << " MB, " << rows * files_n << " rows to " << dir << " in "
-              << seconds_since(t0) << " s\n";
-    // Warm the page cache for every run alike.
+    std::vector<std::string> files;
+    if (!data_dir.empty()) {
+      for (auto& entry : std::filesystem::directory_iterator(data_dir))
+        if (entry.path().extension() == ".csv")
+          files.push_back(entry.path().string());
+      std::sort(files.begin(), files.end());
+      if (files.empty()) {
+        std::cerr << "bench_reading_pipeline: no .csv files in --data " << data_dir
+                  << "\n";
+        return 2;
+      }
+      std::cout << "reading " << files.size() << " files of " << data_dir << "\n";
+    } else {
+      files = examples::write_csv_files(dir, files_n, rows, 1, &bytes);
+      std::cout << "wrote " << files_n << " files, " << std::fixed << std::setprecision(1)
+                << bytes / 1e6 << " MB, " << rows * files_n << " rows to " << dir
+                << " in " << seconds_since(t0) << " s\n";
+    }
+    // Warm the page cache for every run alike; the plain loop also counts the
+    // rows and adds up y, which the pipeline's output must match.
     double warm = 0;
-    plain_loop(files, a.read_batch, warm);
+    auto total_rows = plain_loop(files, a.read_batch, warm);
     if (pipeline_only)
-      return pipeline_rounds(files, a, rounds, rows * files_n, warm, false);
+      return pipeline_rounds(files, a, rounds, total_rows, warm, false);
 
     quern::config cfg;
     caf::actor_system sys{cfg};
@@ -485,5 +508,6 @@ int main(int argc, char** argv) {
     std::cerr << "bench_reading_pipeline: " << e.what() << "\n";
     rc = 1;
   }
+  quern::bench::print_peak_rss();
   return rc;
 }

@@ -21,6 +21,7 @@
 #include <caf/actor_system.hpp>
 
 #include "command_line.hpp"
+#include "peak_rss.hpp"
 
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
@@ -170,5 +171,6 @@ int main(int argc, char** argv) {
   std::printf(
       "  ratio actor/plain: %.2f (targets: actor >= 5 M events/s, ratio >= 0.5)\n",
       ratio);
+  quern::bench::print_peak_rss();
   return 0;
 }

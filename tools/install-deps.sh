@@ -4,17 +4,27 @@
 #   tools/install-deps.sh          what the library, examples and tests need
 #   tools/install-deps.sh --fuzz   also clang and libclang-rt-14-dev (libFuzzer's
 #                                  runtime) for the fuzz build (docs/fuzzing.md)
+#   tools/install-deps.sh --peers  also python3-numpy for make bench-peers
+#                                  (PyTorch, python3-torch, is optional: install it
+#                                  yourself to include its DataLoader)
 set -euo pipefail
 
 # libjs-dygraphs: the charts quern-board embeds in its pages;
 # chromium-headless-shell and nodejs: the browser tests of those pages;
-# pkg-config: the test that builds a program against the installed quern.pc.
+# pkg-config: the test that builds a program against the installed quern.pc;
+# libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
           libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
-          pkg-config)
-if [ "${1:-}" = "--fuzz" ]; then
-  packages+=(clang libclang-rt-14-dev)
-fi
+          pkg-config libconcurrentqueue-dev)
+case "${1:-}" in
+--fuzz) packages+=(clang libclang-rt-14-dev) ;;
+--peers) packages+=(python3-numpy) ;;
+"") ;;
+*)
+  echo "tools/install-deps.sh: unknown option '$1' (--fuzz or --peers)" >&2
+  exit 2
+  ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
