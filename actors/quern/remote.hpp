@@ -1,0 +1,191 @@
+#pragma once
+
+// quern across processes: CAF's middleman (caf::io) carries the queue
+// protocol between actor systems (docs/distributed.md).
+//
+//   host:    quern::serve(sys, {.queues = {{"examples", q}}})  -> server
+//   client:  auto node = quern::connect(sys, "127.0.0.1:7000");
+//            quern::blocking_queue queue{sys, node.queue("examples")};
+//
+// Both sides need an actor system whose config loaded the middleman with
+// quern's settings: quern::remote_config, or quern::enable_remoting(cfg).
+// Programs that never call serve/connect keep quern::config, which does not
+// load the middleman.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "quern/atoms.hpp"
+#include "quern/interfaces.hpp"
+#include "quern/messages.hpp"
+
+namespace quern {
+
+/// The version of quern's wire protocol: the messages of interfaces.hpp and
+/// their types as they travel. Two nodes talk only when it is equal: it is
+/// CAF's application identifier (`quern-wire-<N>`, checked in CAF's
+/// handshake) and is checked again by the node's hello. Raise it whenever a
+/// message of the queue protocol or a type in it changes shape: CAF drops a
+/// message it cannot read without answering it.
+constexpr uint32_t wire_version = 1;
+
+/// `quern-wire-<wire_version>`.
+std::string wire_identifier();
+
+/// Loads CAF's middleman into `cfg` with quern's settings, which the command
+/// line or a config file may still override:
+///  - middleman.app-identifiers = ["quern-wire-<N>"] (wire_version);
+///  - middleman.heartbeat-interval = 1s and middleman.connection-timeout =
+///    5s: CAF 0.17.6 has them off, and then a frozen peer (SIGSTOP, a
+///    partition) is never noticed and every call to it waits forever. Every
+///    node must send heartbeats when any node has a timeout.
+/// Call it before the actor system is made.
+void enable_remoting(caf::actor_system_config& cfg);
+
+/// quern::config with enable_remoting applied.
+class remote_config : public config {
+public:
+  remote_config();
+};
+
+// -- the node's published actor ---------------------------------------------------
+
+using hello_atom = caf::atom_constant<caf::atom("q_hello")>;
+using lookup_queue_atom = caf::atom_constant<caf::atom("q_lookup")>;
+
+/// What a node publishes on its port (one actor, one port): peers reach the
+/// queues it exports by name through it, and nothing else of the process.
+///   hello(peer wire version) -> (own wire version, description);
+///     failed_precondition when the versions differ
+///   lookup_queue(name) -> queue_actor; failed_precondition when no queue
+///     is exported under `name`
+using node_actor =
+    caf::typed_actor<caf::replies_to<hello_atom, uint32_t>::with<uint32_t, std::string>,
+                     caf::replies_to<lookup_queue_atom, std::string>::with<queue_actor>>;
+
+// -- serving ----------------------------------------------------------------------
+
+struct serve_options {
+  /// The address to listen on. Loopback only (127.0.0.0/8, ::1, localhost):
+  /// any other address would let every machine that reaches it use the
+  /// queues without authentication, and quern has no TLS yet.
+  std::string host = "127.0.0.1";
+  /// 0: the operating system chooses a free port (server::port() tells).
+  uint16_t port = 0;
+  /// Listen even while an earlier socket on the port lingers (SO_REUSEADDR).
+  bool reuse_address = false;
+  /// The queues peers may use, by the name they ask for.
+  std::map<std::string, queue_actor> queues;
+};
+
+/// A node being served: listens until it is destroyed or stop() is called.
+/// Destroy it before its actor system (CAF's would otherwise wait forever
+/// for the published actor).
+class server {
+public:
+  server(server&&) noexcept;
+  server& operator=(server&&) noexcept;
+  ~server();
+
+  /// The port it listens on.
+  uint16_t port() const noexcept;
+  /// `host:port`, as a peer passes it to connect().
+  std::string address() const;
+  /// Stops listening and ends the node's published actor. Peers that hold a
+  /// queue keep using it while this process lives.
+  void stop();
+
+private:
+  friend server serve(caf::actor_system&, serve_options);
+  struct impl;
+  explicit server(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+/// Exports `opts.queues` on `opts.host:opts.port`. Throws:
+///  - failed_precondition_error when the middleman is not loaded
+///    (enable_remoting) or the address is not a loopback address;
+///  - invalid_argument_error for an invalid queue handle or an empty name;
+///  - unavailable_error when the port cannot be opened (in use, ...).
+/// Blocks while the port opens: call it from main() or a detached actor,
+/// never from an event-based actor.
+server serve(caf::actor_system& sys, serve_options opts);
+
+// -- connecting -------------------------------------------------------------------
+
+struct connect_options {
+  /// How long connect() may take in all (TCP, CAF's handshake, quern's
+  /// hello), and each later lookup (remote_node::queue).
+  std::chrono::milliseconds timeout = std::chrono::seconds{5};
+};
+
+/// A connection to a node: hands out its exported queues as queue_actors
+/// that every quern client uses as it would a local queue (blocking_queue,
+/// queue_writer, queue_reader, batch_reader, queue runners).
+///
+/// Each queue comes through a local endpoint actor that watches the remote
+/// queue: when the node is lost (its process died, or froze for longer than
+/// the connection timeout), every call waiting on it fails with
+/// unavailable_error naming the queue and the address, and readers and
+/// writers see the queue end. Keep the remote_node alive while its queues
+/// are used: destroying it ends the endpoints (calls then fail with
+/// unavailable_error).
+class remote_node {
+public:
+  remote_node(remote_node&&) noexcept;
+  remote_node& operator=(remote_node&&) noexcept;
+  ~remote_node();
+
+  /// The address connected to, as given (`127.0.0.1:7000`).
+  const std::string& address() const noexcept;
+  /// The node's description from its hello (`quern node pid 1234`).
+  const std::string& description() const noexcept;
+
+  /// The queue exported as `name`. Throws failed_precondition_error when
+  /// the node exports no such queue, unavailable_error /
+  /// deadline_exceeded_error when the node does not answer. Blocking, like
+  /// connect(). The same name gives the same handle.
+  queue_actor queue(const std::string& name);
+
+private:
+  friend remote_node connect(caf::actor_system&, const std::string&, connect_options);
+  struct impl;
+  explicit remote_node(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+/// Connects to the node at `address` (`host:port`, `[v6]:port`) within
+/// `opts.timeout`. Every failure is an op_error whose message names the
+/// address:
+///  - invalid_argument_error: a malformed address;
+///  - failed_precondition_error: the middleman is not loaded
+///    (enable_remoting), the peer speaks another wire version, or the port
+///    is not a quern node;
+///  - unavailable_error: nothing accepts connections there;
+///  - deadline_exceeded_error: no complete handshake within the timeout
+///    (a frozen or foreign peer).
+/// Blocks: call it from main() or a detached actor.
+remote_node connect(caf::actor_system& sys, const std::string& address,
+                    connect_options opts = {});
+
+namespace detail {
+
+/// `host:port` split; throws invalid_argument_error naming `address`.
+std::pair<std::string, uint16_t> parse_address(const std::string& address);
+
+/// Whether `host` is a loopback address or name.
+bool is_loopback(const std::string& host);
+
+} // namespace detail
+
+} // namespace quern

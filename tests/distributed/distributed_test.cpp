@@ -1,0 +1,361 @@
+// quern across processes (docs/distributed.md): real processes on
+// 127.0.0.1, ports chosen by the OS, every wait bounded, every child reaped.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include <quern/blocking_queue.hpp>
+#include <quern/queue.hpp>
+#include <quern/remote.hpp>
+
+#include "process.hpp"
+
+using namespace std::chrono_literals;
+using quern::test::child;
+using quern::test::eventually;
+using quern::test::scratch_dir;
+
+namespace {
+
+// Bounds for waits that normally take milliseconds; generous for the
+// sanitizer build on a loaded machine. Hitting one is a failure, not a
+// measurement.
+constexpr auto start_limit = 60s;
+constexpr auto run_limit = 120s;
+
+const std::string node_binary = QUERN_TEST_NODE_BINARY;
+
+std::vector<std::string> node_args(std::vector<std::string> args) {
+  args.insert(args.begin(), node_binary);
+  return args;
+}
+
+// A host process serving queue 'rows', and its address.
+struct host_process {
+  std::unique_ptr<child> proc;
+  std::string address;
+};
+
+host_process start_host(const scratch_dir& dir, std::vector<std::string> extra = {}) {
+  auto port_file = dir.file("host.port");
+  std::vector<std::string> args{"--node.role=host", "--node.port-file=" + port_file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  host_process h;
+  h.proc = std::make_unique<child>("host", node_args(args), dir, true);
+  bool up = eventually(start_limit, [&] {
+    return std::filesystem::exists(port_file) || h.proc->wait(0ms).has_value();
+  });
+  INFO(h.proc->report());
+  REQUIRE(up);
+  REQUIRE(std::filesystem::exists(port_file));
+  auto port = std::stoi(quern::test::read_file(port_file));
+  h.address = "127.0.0.1:" + std::to_string(port);
+  return h;
+}
+
+std::unique_ptr<child> start_client(const scratch_dir& dir, const std::string& name,
+                                    const std::string& address,
+                                    std::vector<std::string> args) {
+  args.push_back("--node.address=" + address);
+  return std::make_unique<child>(name, node_args(args), dir);
+}
+
+void require_exit(child& c, int status, std::chrono::milliseconds limit = run_limit) {
+  auto st = c.wait(limit);
+  INFO(c.report());
+  REQUIRE(st.has_value());
+  REQUIRE(*st == status);
+}
+
+// The values a consumer wrote, one per line ("ready" skipped).
+std::vector<int64_t> taken(const std::string& path) {
+  std::vector<int64_t> vs;
+  std::istringstream in{quern::test::read_file(path)};
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line != "ready")
+      vs.push_back(std::stoll(line));
+  return vs;
+}
+
+bool is_ready(const std::string& path) {
+  return quern::test::read_file(path).rfind("ready", 0) == 0;
+}
+
+// A loopback port on which nothing listens (bound by the OS, then freed).
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A loopback socket that accepts TCP connections (the kernel does) but never
+// says a word: a frozen or foreign peer.
+struct silent_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  silent_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 16) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+};
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("distributed rows cross processes exactly once") {
+  // Three producer processes (blocking enqueue, queue_writer, enqueue_many)
+  // and three consumer processes (blocking dequeue, queue_reader,
+  // batch_reader) share one queue in a host process.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  constexpr int64_t per_producer = 1500;
+  std::map<std::string, std::string> consumers{{"dequeue", dir.file("c-dequeue.out")},
+                                               {"reader", dir.file("c-reader.out")},
+                                               {"batch", dir.file("c-batch.out")}};
+  std::vector<std::unique_ptr<child>> cs;
+  for (auto& [api, out] : consumers)
+    cs.push_back(
+        start_client(dir, "consumer-" + api, host.address,
+                     {"--node.role=consume", "--node.api=" + api, "--node.out=" + out}));
+  std::vector<std::unique_ptr<child>> ps;
+  int id = 1;
+  for (std::string api : {"enqueue", "writer", "batch"}) {
+    ps.push_back(start_client(dir, "producer-" + api, host.address,
+                              {"--node.role=produce", "--node.api=" + api,
+                               "--node.id=" + std::to_string(id++),
+                               "--node.count=" + std::to_string(per_producer)}));
+  }
+  for (auto& p : ps)
+    require_exit(*p, 0);
+  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
+  require_exit(*closer, 0);
+  for (auto& c : cs)
+    require_exit(*c, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+
+  std::multiset<int64_t> got;
+  for (auto& [api, out] : consumers) {
+    auto vs = taken(out);
+    INFO("consumer " << api << " took " << vs.size() << " rows");
+    got.insert(vs.begin(), vs.end());
+  }
+  std::multiset<int64_t> made;
+  for (int64_t p = 1; p <= 3; ++p)
+    for (int64_t i = 0; i < per_producer; ++i)
+      made.insert(p * 1000000 + i);
+  REQUIRE(got.size() == made.size());
+  REQUIRE(got == made);
+}
+
+TEST_CASE("distributed connect and serve errors are quern errors naming the problem") {
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+
+  SECTION("a malformed address is invalid_argument") {
+    for (std::string bad : {"", "127.0.0.1", "127.0.0.1:", ":7000", "127.0.0.1:x",
+                            "127.0.0.1:0", "127.0.0.1:70000", "::1:7000", "[::1]7000"}) {
+      INFO("address '" << bad << "'");
+      try {
+        quern::connect(sys, bad);
+        FAIL("connect accepted a malformed address");
+      } catch (const quern::invalid_argument_error& e) {
+        CHECK(contains(e.what(), "'" + bad + "'"));
+      }
+    }
+  }
+
+  SECTION("nothing listening is unavailable, long before the deadline") {
+    auto address = "127.0.0.1:" + std::to_string(free_port());
+    // A deadline far beyond a refused connection: the answer must be
+    // unavailable, which only a refusal gives.
+    try {
+      quern::connect(sys, address, {std::chrono::milliseconds{60000}});
+      FAIL("connect to a closed port succeeded");
+    } catch (const quern::unavailable_error& e) {
+      CHECK(contains(e.what(), address));
+    }
+  }
+
+  SECTION("a peer that never completes the handshake is deadline_exceeded") {
+    silent_listener silent;
+    auto address = "127.0.0.1:" + std::to_string(silent.port);
+    try {
+      quern::connect(sys, address, {std::chrono::milliseconds{1500}});
+      FAIL("connect to a silent peer succeeded");
+    } catch (const quern::deadline_exceeded_error& e) {
+      CHECK(contains(e.what(), address));
+    }
+  }
+
+  SECTION("an unknown queue name is failed_precondition, a known one works") {
+    scratch_dir dir;
+    auto host = start_host(dir);
+    auto node = quern::connect(sys, host.address);
+    try {
+      node.queue("nope");
+      FAIL("an unknown queue name was accepted");
+    } catch (const quern::failed_precondition_error& e) {
+      CHECK(contains(e.what(), host.address));
+      CHECK(contains(e.what(), "'nope'"));
+      CHECK(contains(e.what(), "'rows'"));
+    }
+    // The same handle still serves the exported queue.
+    quern::blocking_queue q{sys, node.queue("rows")};
+    q.enqueue(quern::element{quern::tensor::scalar(int64_t{42})});
+    CHECK(q.size() == 1);
+    CHECK(q.dequeue()[0].scalar_value<int64_t>() == 42);
+    CHECK(q.spec().dtypes == std::vector<quern::dtype>{quern::dtype::int64});
+    host.proc->close_stdin();
+    require_exit(*host.proc, 0);
+  }
+
+  SECTION("serve refuses a non-loopback address, names TLS") {
+    auto q = quern::spawn_fifo_queue(sys, 4, {quern::dtype::int64});
+    for (std::string h : {"0.0.0.0", "192.0.2.1", "", "example.com"}) {
+      INFO("host '" << h << "'");
+      try {
+        quern::serve(sys, {h, 0, false, {{"q", q}}});
+        FAIL("serve listened on a non-loopback address");
+      } catch (const quern::failed_precondition_error& e) {
+        CHECK(contains(e.what(), "'" + h + "'"));
+        CHECK(contains(e.what(), "TLS"));
+      }
+    }
+    CHECK_THROWS_AS(quern::serve(sys, {"127.0.0.1", 0, false, {{"", q}}}),
+                    quern::invalid_argument_error);
+    CHECK_THROWS_AS(quern::serve(sys, {"127.0.0.1", 0, false, {{"q", {}}}}),
+                    quern::invalid_argument_error);
+    auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"q", q}}});
+    CHECK(srv.port() != 0);
+    CHECK(srv.address() == "127.0.0.1:" + std::to_string(srv.port()));
+  }
+}
+
+TEST_CASE("distributed serve and connect need the middleman") {
+  quern::config cfg; // quern's default config does not load it
+  quern::actor_system sys{cfg};
+  auto q = quern::spawn_fifo_queue(sys, 4, {quern::dtype::int64});
+  try {
+    quern::serve(sys, {"127.0.0.1", 0, false, {{"q", q}}});
+    FAIL("serve without a middleman");
+  } catch (const quern::failed_precondition_error& e) {
+    CHECK(contains(e.what(), "remote_config"));
+  }
+  CHECK_THROWS_AS(quern::connect(sys, "127.0.0.1:7000"),
+                  quern::failed_precondition_error);
+}
+
+TEST_CASE("distributed a peer of another wire version is failed_precondition") {
+  scratch_dir dir;
+  auto host = start_host(dir, {"--middleman.app-identifiers=[\"quern-wire-0\"]"});
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+  try {
+    quern::connect(sys, host.address, {std::chrono::milliseconds{60000}});
+    FAIL("connected to a peer of another wire version");
+  } catch (const quern::failed_precondition_error& e) {
+    CHECK(contains(e.what(), host.address));
+    CHECK(contains(e.what(), quern::wire_identifier()));
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed SIGKILL of a consumer loses at most its row in flight") {
+  // The victim takes rows one blocking dequeue at a time, so at most one
+  // row is on its way to it when it dies; the queue withdraws its pending
+  // dequeue when the connection drops, and the others take the rest.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto victim_out = dir.file("victim.out");
+  auto survivor_out = dir.file("survivor.out");
+  auto victim = start_client(dir, "victim", host.address,
+                             {"--node.role=consume", "--node.api=dequeue",
+                              "--node.pace-ms=2", "--node.out=" + victim_out});
+  auto survivor = start_client(dir, "survivor", host.address,
+                               {"--node.role=consume", "--node.api=reader",
+                                "--node.pace-ms=1", "--node.out=" + survivor_out});
+  constexpr int64_t count = 4000;
+  auto producer = start_client(dir, "producer", host.address,
+                               {"--node.role=produce", "--node.api=writer", "--node.id=1",
+                                "--node.count=" + std::to_string(count)});
+  bool victim_took =
+      eventually(start_limit, [&] { return taken(victim_out).size() >= 20; });
+  INFO(victim->report());
+  REQUIRE(victim_took);
+  victim->signal(SIGKILL);
+  require_exit(*victim, 128 + SIGKILL);
+  require_exit(*producer, 0);
+  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
+  require_exit(*closer, 0);
+  require_exit(*survivor, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+
+  auto v = taken(victim_out);
+  auto s = taken(survivor_out);
+  std::multiset<int64_t> got(v.begin(), v.end());
+  got.insert(s.begin(), s.end());
+  std::set<int64_t> unique(got.begin(), got.end());
+  INFO("victim took " << v.size() << ", survivor " << s.size());
+  CHECK(unique.size() == got.size()); // no row twice
+  for (auto x : unique)
+    CHECK((x >= 1000000 && x < 1000000 + count));
+  CHECK(got.size() <= static_cast<size_t>(count));
+  CHECK(got.size() >= static_cast<size_t>(count) - 1); // the row in flight, at most
+  CHECK(s.size() > 0);
+}
+
+TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable") {
+  // Two consumers wait on an empty queue, one in a blocking dequeue and one
+  // in a queue_reader's pull; the host dies. Neither may hang.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto a_out = dir.file("dequeue.out");
+  auto b_out = dir.file("reader.out");
+  auto a =
+      start_client(dir, "consumer-dequeue", host.address,
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + a_out});
+  auto b =
+      start_client(dir, "consumer-reader", host.address,
+                   {"--node.role=consume", "--node.api=reader", "--node.out=" + b_out});
+  bool ready =
+      eventually(start_limit, [&] { return is_ready(a_out) && is_ready(b_out); });
+  INFO(a->report() << "\n" << b->report());
+  REQUIRE(ready);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  constexpr int unavailable = static_cast<int>(quern::error_code::unavailable);
+  require_exit(*a, unavailable);
+  require_exit(*b, unavailable);
+  CHECK(contains(a->err(), "Unavailable"));
+  CHECK(contains(a->err(), host.address)); // the endpoint names queue and address
+  CHECK(contains(b->err(), "Unavailable"));
+}

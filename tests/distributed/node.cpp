@@ -1,0 +1,187 @@
+// quern_test_distributed_node: one process of the distributed tests
+// (distributed_test.cpp starts several). Roles:
+//   host     serves FIFO queue 'rows' (int64 scalars) on 127.0.0.1, port
+//            chosen by the OS and written to --node.port-file; runs until
+//            its stdin closes (the test's pipe, so it never outlives it)
+//   produce  connects, stores --node.count rows id*1e6+seq (--node.api:
+//            enqueue = blocking_queue::enqueue, writer = queue_writer::push,
+//            batch = blocking_queue::enqueue_many of 50)
+//   consume  connects, takes rows until the queue is closed and empty
+//            (--node.api: dequeue = blocking_queue, reader = queue_reader,
+//            batch = batch_reader dequeue_up_to 32) and appends each value
+//            to --node.out as it is taken (one write per row, so a kill -9
+//            keeps what was taken); "ready" first, once connected
+//   close    connects and closes the queue
+// A failure prints "<role>: <TF error name>: <message>" to stderr and exits
+// with the error's TensorFlow code (14 = unavailable, ...).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <quern/blocking_queue.hpp>
+#include <quern/command_line.hpp>
+#include <quern/queue.hpp>
+#include <quern/remote.hpp>
+
+namespace {
+
+struct node_config : quern::remote_config {
+  std::string role;
+  std::string address;
+  std::string api = "dequeue";
+  std::string out;
+  std::string port_file;
+  int64_t id = 0;
+  int64_t count = 0;
+  int32_t capacity = 64;
+  int32_t pace_ms = 0;
+
+  node_config() {
+    caf::config_option_adder{custom_options_, "node"}
+        .add(role, "role", "host, produce, consume or close")
+        .add(address, "address", "host:port of the host (not for host)")
+        .add(api, "api", "which client: enqueue/writer/batch or dequeue/reader/batch")
+        .add(out, "out", "consume: the file taken values are appended to")
+        .add(port_file, "port-file", "host: where the port is written")
+        .add(id, "id", "produce: the producer's number")
+        .add(count, "count", "produce: rows to store")
+        .add(capacity, "capacity", "host: the queue's capacity")
+        .add(pace_ms, "pace-ms", "consume: a pause after each row taken");
+  }
+};
+
+quern::element row(int64_t v) {
+  return quern::element{quern::tensor::scalar(v)};
+}
+
+void write_all(int fd, const std::string& s) {
+  auto* p = s.data();
+  auto left = s.size();
+  while (left > 0) {
+    auto n = ::write(fd, p, left);
+    if (n <= 0)
+      throw std::runtime_error("cannot write the output file");
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+int host(quern::actor_system& sys, node_config& cfg) {
+  auto q = quern::spawn_fifo_queue(sys, cfg.capacity, {quern::dtype::int64},
+                                   {quern::tensor_shape{}}, "rows");
+  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}});
+  // Written whole, then renamed: the test never reads half a port.
+  auto tmp = cfg.port_file + ".tmp";
+  {
+    auto fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+      throw std::runtime_error("cannot write " + tmp);
+    write_all(fd, std::to_string(srv.port()) + "\n");
+    ::close(fd);
+  }
+  std::rename(tmp.c_str(), cfg.port_file.c_str());
+  char buf[64];
+  while (::read(0, buf, sizeof buf) > 0) {
+  }
+  return 0;
+}
+
+int produce(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  auto q = node.queue("rows");
+  auto base = cfg.id * 1000000;
+  if (cfg.api == "writer") {
+    quern::queue_writer writer{sys, q, 64};
+    for (int64_t i = 0; i < cfg.count; ++i)
+      writer.push(row(base + i));
+    writer.flush();
+  } else if (cfg.api == "batch") {
+    quern::blocking_queue queue{sys, q};
+    for (int64_t i = 0; i < cfg.count; i += 50) {
+      std::vector<int64_t> vs;
+      for (int64_t j = i; j < std::min(cfg.count, i + 50); ++j)
+        vs.push_back(base + j);
+      auto n = static_cast<int64_t>(vs.size());
+      queue.enqueue_many(quern::element{
+          quern::tensor::from_values(quern::tensor_shape{n}, std::move(vs))});
+    }
+  } else {
+    quern::blocking_queue queue{sys, q};
+    for (int64_t i = 0; i < cfg.count; ++i)
+      queue.enqueue(row(base + i));
+  }
+  return 0;
+}
+
+int consume(quern::actor_system& sys, node_config& cfg) {
+  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + cfg.out);
+  auto node = quern::connect(sys, cfg.address);
+  auto q = node.queue("rows");
+  write_all(fd, "ready\n");
+  auto took = [&](int64_t v) {
+    write_all(fd, std::to_string(v) + "\n");
+    if (cfg.pace_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds{cfg.pace_ms});
+  };
+  if (cfg.api == "reader") {
+    quern::queue_reader reader{sys, q, 16};
+    while (auto e = reader.try_pull())
+      took((*e)[0].scalar_value<int64_t>());
+  } else if (cfg.api == "batch") {
+    quern::batch_reader reader{sys, q, 32, quern::batch_cut::dequeue_up_to, 4};
+    while (auto b = reader.try_pull())
+      for (auto v : (*b)[0].values<int64_t>())
+        took(v);
+  } else {
+    quern::blocking_queue queue{sys, q};
+    try {
+      for (;;)
+        took(queue.dequeue()[0].scalar_value<int64_t>());
+    } catch (const quern::out_of_range_error&) {
+    }
+  }
+  ::close(fd);
+  return 0;
+}
+
+int close_queue(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  quern::blocking_queue{sys, node.queue("rows")}.close();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  node_config cfg;
+  if (auto status = quern::parse_command_line(cfg, argc, argv))
+    return *status;
+  quern::actor_system sys{cfg};
+  try {
+    if (cfg.role == "host")
+      return host(sys, cfg);
+    if (cfg.role == "produce")
+      return produce(sys, cfg);
+    if (cfg.role == "consume")
+      return consume(sys, cfg);
+    if (cfg.role == "close")
+      return close_queue(sys, cfg);
+    std::cerr << "quern_test_distributed_node: unknown --node.role '" << cfg.role
+              << "'\n";
+    return 2;
+  } catch (const quern::op_error& e) {
+    std::cerr << cfg.role << ": " << quern::error_code_name(e.code()) << ": " << e.what()
+              << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << cfg.role << ": " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,21 @@
+# quern across processes (docs/distributed.md): a helper program that plays
+# host, producer, consumer or closer, and a suite that starts it as real
+# processes on 127.0.0.1. Label `distributed` (ctest -L distributed).
+add_executable(quern_test_distributed_node ${CMAKE_CURRENT_LIST_DIR}/node.cpp)
+target_link_libraries(quern_test_distributed_node PRIVATE quern::actors quern_warnings)
+
+quern_add_test_suite(quern_test_distributed
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp
+  LIBS quern::actors)
+target_compile_definitions(quern_test_distributed PRIVATE
+  QUERN_TEST_NODE_BINARY="$<TARGET_FILE:quern_test_distributed_node>")
+add_dependencies(quern_test_distributed quern_test_distributed_node)
+
+# catch_discover_tests lists the suite's tests in quern_test_distributed_TESTS
+# when CTest reads its include file; this one, read after it, labels them.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/quern_test_distributed_labels.cmake
+  "if(DEFINED quern_test_distributed_TESTS)\n"
+  "  set_tests_properties(\${quern_test_distributed_TESTS} PROPERTIES LABELS distributed TIMEOUT 600)\n"
+  "endif()\n")
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
+  ${CMAKE_CURRENT_BINARY_DIR}/quern_test_distributed_labels.cmake)
