@@ -359,3 +359,46 @@ TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable"
   CHECK(contains(a->err(), host.address)); // the endpoint names queue and address
   CHECK(contains(b->err(), "Unavailable"));
 }
+
+TEST_CASE("distributed a frozen host is detected by heartbeats") {
+  // SIGSTOP keeps the host's sockets open: only quern's default heartbeats
+  // (CAF's are off) let the client notice. The blocked call fails with
+  // unavailable instead of waiting forever.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("dequeue.out");
+  auto c =
+      start_client(dir, "consumer-dequeue", host.address,
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(c->report());
+  REQUIRE(ready);
+  host.proc->signal(SIGSTOP);
+  require_exit(*c, static_cast<int>(quern::error_code::unavailable));
+  CHECK(contains(c->err(), host.address));
+  CHECK(contains(c->err(), "connection-timeout"));
+  // The child's handle kills the stopped host.
+}
+
+TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavailable") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto a_out = dir.file("dequeue.out");
+  auto b_out = dir.file("batch.out");
+  auto a =
+      start_client(dir, "consumer-dequeue", host.address,
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + a_out});
+  auto b =
+      start_client(dir, "consumer-batch", host.address,
+                   {"--node.role=consume", "--node.api=batch", "--node.out=" + b_out});
+  bool ready =
+      eventually(start_limit, [&] { return is_ready(a_out) && is_ready(b_out); });
+  INFO(a->report() << "\n" << b->report());
+  REQUIRE(ready);
+  host.proc->close_stdin(); // the host's main returns: server::stop, then exit
+  require_exit(*host.proc, 0);
+  constexpr int unavailable = static_cast<int>(quern::error_code::unavailable);
+  require_exit(*a, unavailable);
+  require_exit(*b, unavailable);
+  CHECK(contains(a->err(), host.address));
+}

@@ -19,3 +19,10 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/quern_test_distributed_labels.cmake
   "endif()\n")
 set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
   ${CMAKE_CURRENT_BINARY_DIR}/quern_test_distributed_labels.cmake)
+
+# The example of docs/distributed.md: host here, 2 producer and 2 consumer
+# processes; it exits non-zero unless every row arrived exactly once.
+if(TARGET quern_example_distributed)
+  add_test(NAME distributed.example COMMAND quern_example_distributed --role=all --rows=3000)
+  set_tests_properties(distributed.example PROPERTIES LABELS distributed TIMEOUT 300)
+endif()

@@ -1,0 +1,5 @@
+# One queue shared by processes over CAF's middleman (docs/distributed.md):
+# examples/distributed --role=all starts a host, 2 producers and 2 consumers.
+quern_add_example(distributed
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/distributed/distributed_queue.cpp
+  LIBS quern::actors quern_command_line)
