@@ -59,8 +59,8 @@ int producer(quern::actor_system& sys, const std::string& address, int64_t id,
     std::vector<float> features;
     std::vector<int64_t> labels;
     for (int64_t j = i; j < i + n; ++j) {
-      // Finite values only: CAF 0.17.6's serializer hangs on inf/nan
-      // (docs/distributed.md, "Limits").
+      // A tensor crosses as raw bytes; CAF 0.17.6's hang on infinite
+      // float fields does not concern it (docs/distributed.md, "Limits").
       features.insert(features.end(), {0.5f * j, 1.0f, -0.25f * j});
       labels.push_back(label_of(id, j));
     }

@@ -129,8 +129,8 @@ bool contains(const std::string& s, const std::string& part) {
 } // namespace
 
 TEST_CASE("distributed rows cross processes exactly once") {
-  // Three producer processes (blocking enqueue, queue_writer, enqueue_many)
-  // and three consumer processes (blocking dequeue, queue_reader,
+  // Four producer processes (blocking enqueue, queue_writer, enqueue_many,
+  // a queue runner) and three consumer processes (blocking dequeue, queue_reader,
   // batch_reader) share one queue in a host process.
   scratch_dir dir;
   auto host = start_host(dir);
@@ -145,7 +145,7 @@ TEST_CASE("distributed rows cross processes exactly once") {
                      {"--node.role=consume", "--node.api=" + api, "--node.out=" + out}));
   std::vector<std::unique_ptr<child>> ps;
   int id = 1;
-  for (std::string api : {"enqueue", "writer", "batch"}) {
+  for (std::string api : {"enqueue", "writer", "batch", "runner"}) {
     ps.push_back(start_client(dir, "producer-" + api, host.address,
                               {"--node.role=produce", "--node.api=" + api,
                                "--node.id=" + std::to_string(id++),
@@ -167,7 +167,7 @@ TEST_CASE("distributed rows cross processes exactly once") {
     got.insert(vs.begin(), vs.end());
   }
   std::multiset<int64_t> made;
-  for (int64_t p = 1; p <= 3; ++p)
+  for (int64_t p = 1; p <= 4; ++p)
     for (int64_t i = 0; i < per_producer; ++i)
       made.insert(p * 1000000 + i);
   REQUIRE(got.size() == made.size());

@@ -5,7 +5,8 @@
 //            its stdin closes (the test's pipe, so it never outlives it)
 //   produce  connects, stores --node.count rows id*1e6+seq (--node.api:
 //            enqueue = blocking_queue::enqueue, writer = queue_writer::push,
-//            batch = blocking_queue::enqueue_many of 50)
+//            batch = blocking_queue::enqueue_many of 50, runner = a
+//            queue_runner of two async ops)
 //   consume  connects, takes rows until the queue is closed and empty
 //            (--node.api: dequeue = blocking_queue, reader = queue_reader,
 //            batch = batch_reader dequeue_up_to 32) and appends each value
@@ -17,6 +18,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -26,6 +28,7 @@
 #include <quern/blocking_queue.hpp>
 #include <quern/command_line.hpp>
 #include <quern/queue.hpp>
+#include <quern/queue_runner.hpp>
 #include <quern/remote.hpp>
 
 namespace {
@@ -95,7 +98,32 @@ int produce(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   auto q = node.queue("rows");
   auto base = cfg.id * 1000000;
-  if (cfg.api == "writer") {
+  if (cfg.api == "runner") {
+    // A queue runner of two async ops in this process feeds the remote
+    // queue; it leaves the shared queue open when its input ends.
+    auto next = std::make_shared<std::atomic<int64_t>>(0);
+    auto op = quern::async_op([next, base, count = cfg.count](quern::async_run& run) {
+      auto i = (*next)++;
+      if (i >= count) {
+        run.end();
+        return;
+      }
+      run.emit(row(base + i));
+      run.done();
+    });
+    quern::queue_runner_options opts;
+    opts.name = "remote-feeder";
+    opts.close_op = std::nullopt;
+    quern::queue_runner runner{q, {op, op}, opts};
+    runner.start(sys);
+    auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+    while (runner.running() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    if (runner.running())
+      throw std::runtime_error("the queue runner did not finish within 2 minutes");
+    for (auto& e : runner.exceptions_raised())
+      throw std::runtime_error("queue runner: " + quern::render(e));
+  } else if (cfg.api == "writer") {
     quern::queue_writer writer{sys, q, 64};
     for (int64_t i = 0; i < cfg.count; ++i)
       writer.push(row(base + i));
