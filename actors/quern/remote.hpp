@@ -26,6 +26,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "quern/atoms.hpp"
+#include "quern/coordination.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/messages.hpp"
 
@@ -62,6 +63,7 @@ public:
 
 using hello_atom = caf::atom_constant<caf::atom("q_hello")>;
 using lookup_queue_atom = caf::atom_constant<caf::atom("q_lookup")>;
+using lookup_coordinator_atom = caf::atom_constant<caf::atom("q_lookup_c")>;
 
 /// What a node publishes on its port (one actor, one port): peers reach the
 /// queues it exports by name through it, and nothing else of the process.
@@ -69,23 +71,36 @@ using lookup_queue_atom = caf::atom_constant<caf::atom("q_lookup")>;
 ///     failed_precondition when the versions differ
 ///   lookup_queue(name) -> queue_actor; failed_precondition when no queue
 ///     is exported under `name`
+///   lookup_coordinator() -> coordinator_actor; failed_precondition when
+///     none is exported
 using node_actor =
     caf::typed_actor<caf::replies_to<hello_atom, uint32_t>::with<uint32_t, std::string>,
-                     caf::replies_to<lookup_queue_atom, std::string>::with<queue_actor>>;
+                     caf::replies_to<lookup_queue_atom, std::string>::with<queue_actor>,
+                     caf::replies_to<lookup_coordinator_atom>::with<coordinator_actor>>;
 
 // -- serving ----------------------------------------------------------------------
 
 struct serve_options {
+  /// `serve(sys, {"127.0.0.1", 7000, false, {{"examples", q}}, coord})`.
+  serve_options(std::string host = "127.0.0.1", uint16_t port = 0,
+                bool reuse_address = false, std::map<std::string, queue_actor> queues = {},
+                coordinator_actor coordinator = {})
+      : host(std::move(host)), port(port), reuse_address(reuse_address),
+        queues(std::move(queues)), coordinator(std::move(coordinator)) {}
+
   /// The address to listen on. Loopback only (127.0.0.0/8, ::1, localhost):
   /// any other address would let every machine that reaches it use the
   /// queues without authentication, and quern has no TLS yet.
-  std::string host = "127.0.0.1";
+  std::string host;
   /// 0: the operating system chooses a free port (server::port() tells).
-  uint16_t port = 0;
+  uint16_t port;
   /// Listen even while an earlier socket on the port lingers (SO_REUSEADDR).
-  bool reuse_address = false;
+  bool reuse_address;
   /// The queues peers may use, by the name they ask for.
   std::map<std::string, queue_actor> queues;
+  /// The coordinator peers may use (remote_node::coordinator); none if
+  /// invalid.
+  coordinator_actor coordinator;
 };
 
 /// A node being served: listens until it is destroyed or stop() is called.
@@ -156,6 +171,12 @@ public:
   /// deadline_exceeded_error when the node does not answer. Blocking, like
   /// connect(). The same name gives the same handle.
   queue_actor queue(const std::string& name);
+
+  /// The node's exported coordinator, for a quern::coordinator handle
+  /// (`quern::coordinator coord{sys, node.coordinator()}`). Its calls fail
+  /// with unavailable_error when the node is lost. Throws
+  /// failed_precondition_error when the node exports none.
+  coordinator_actor coordinator();
 
 private:
   friend remote_node connect(caf::actor_system&, const std::string&, connect_options);

@@ -164,14 +164,48 @@ queue_actor::behavior_type facade_behavior(queue_actor::pointer self, queue_acto
   };
 }
 
+// The coordinator's facade: the same for coordinator_actor.
+coordinator_actor::behavior_type
+coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c) {
+  self->monitor(c);
+  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (msg.source.node() == self->node())
+      self->quit(msg.reason);
+  });
+  return {
+      [self, c](request_stop_atom a, caf::error& e) {
+        return self->delegate(c, a, std::move(e));
+      },
+      [self, c](should_stop_atom a) { return self->delegate(c, a); },
+      [self, c](wait_for_stop_atom a, caf::timespan t) {
+        return self->delegate(c, a, t);
+      },
+      [self, c](clear_stop_atom a) { return self->delegate(c, a); },
+      [self, c](register_atom a, std::vector<registration>& rs) {
+        return self->delegate(c, a, std::move(rs));
+      },
+      [self, c](join_atom a, std::vector<caf::actor>& xs, caf::timespan grace,
+                bool live) { return self->delegate(c, a, std::move(xs), grace, live); },
+      [self, c](status_atom a) { return self->delegate(c, a); },
+      // The coordinator's own timer messages: a peer has no business sending them.
+      [](join_timeout_atom, uint64_t) {},
+      [](wait_timeout_atom, uint64_t) {},
+      [](join_warning_atom, uint64_t) {},
+  };
+}
+
 struct node_state {
   std::map<std::string, queue_actor> queues;
+  coordinator_actor coordinator;
   std::string description;
 };
 
 node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
-                                        std::map<std::string, queue_actor> queues) {
+                                        std::map<std::string, queue_actor> queues,
+                                        coordinator_actor coordinator) {
   self->state.queues = std::move(queues);
+  self->state.coordinator = std::move(coordinator);
   self->state.description = "quern node pid " + std::to_string(::getpid());
   // A peer may send this actor an exit; only this process ends it. (An
   // untrappable kill still ends it: docs/distributed.md, not yet done.)
@@ -200,13 +234,21 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
                           "no queue named '" + name + "' is exported (exported: " +
                               (names.empty() ? std::string("none") : names) + ")");
       },
+      [self](lookup_coordinator_atom) -> caf::result<coordinator_actor> {
+        if (!self->state.coordinator)
+          return make_error(error_code::failed_precondition,
+                            "no coordinator is exported");
+        return self->spawn<caf::linked>(coordinator_facade_behavior,
+                                        self->state.coordinator);
+      },
   };
 }
 
 // -- the client's endpoint of one remote queue -----------------------------------
 
+template <class Handle>
 struct endpoint_state {
-  queue_actor remote;
+  Handle remote;
   std::string what; // "queue 'q' on 127.0.0.1:7000"
   uint64_t next_id = 0;
   // Requests forwarded and not yet answered: CAF does not fail them when
@@ -214,9 +256,12 @@ struct endpoint_state {
   std::unordered_map<uint64_t, caf::response_promise> pending;
 };
 
-using endpoint_ptr = queue_actor::stateful_pointer<endpoint_state>;
+using endpoint_ptr = queue_actor::stateful_pointer<endpoint_state<queue_actor>>;
+using coordinator_endpoint_ptr =
+    coordinator_actor::stateful_pointer<endpoint_state<coordinator_actor>>;
 
-caf::error unreachable(endpoint_ptr self, const caf::error& reason) {
+caf::error unreachable(caf::actor_system& sys, const std::string& what,
+                       const caf::error& reason) {
   std::string why;
   if (reason == caf::exit_reason::remote_link_unreachable)
     why = "the connection to its node was lost: the process died, or was silent for "
@@ -224,56 +269,80 @@ caf::error unreachable(endpoint_ptr self, const caf::error& reason) {
   else if (reason == caf::exit_reason::user_shutdown)
     why = "its node stopped serving it";
   else
-    why = "it ended: " + self->home_system().render(reason);
-  return make_error(error_code::unavailable,
-                    self->state.what + " is unreachable (" + why + ")");
+    why = "it ended: " + sys.render(reason);
+  return make_error(error_code::unavailable, what + " is unreachable (" + why + ")");
 }
 
 // Forwards one request and keeps its promise until the answer comes or the
-// remote queue is lost. No CAF timeout: the queue enforces the caller's
+// remote actor is lost. No CAF timeout: the remote enforces the caller's
 // own deadline, and node loss is what the endpoint watches for.
-template <class T, class... Ts>
-caf::typed_response_promise<T> relay(endpoint_ptr self, Ts... xs) {
-  auto rp = self->make_response_promise<T>();
+template <class T, class Self, class... Ts>
+caf::typed_response_promise<T> relay(Self self, Ts... xs) {
+  auto rp = self->template make_response_promise<T>();
   auto id = self->state.next_id++;
   self->state.pending.emplace(id, static_cast<caf::response_promise&>(rp));
+  auto settle = [self, id](auto&& x) {
+    auto i = self->state.pending.find(id);
+    if (i == self->state.pending.end())
+      return;
+    auto p = std::move(i->second);
+    self->state.pending.erase(i);
+    p.deliver(std::move(x));
+  };
   self->request(self->state.remote, caf::infinite, xs...)
-      .then(
-          [self, id](T& x) {
-            auto i = self->state.pending.find(id);
-            if (i == self->state.pending.end())
-              return;
-            auto p = std::move(i->second);
-            self->state.pending.erase(i);
-            p.deliver(std::move(x));
-          },
-          [self, id](caf::error& err) {
-            auto i = self->state.pending.find(id);
-            if (i == self->state.pending.end())
-              return;
-            auto p = std::move(i->second);
-            self->state.pending.erase(i);
-            p.deliver(std::move(err));
-          });
+      .then([settle](T& x) { settle(std::move(x)); },
+            [settle](caf::error& err) { settle(std::move(err)); });
   return rp;
 }
 
-queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remote,
-                                             std::string what) {
-  self->state.remote = remote;
+// The endpoint watches its remote actor: on its loss every pending call
+// fails with unavailable and the endpoint ends with that error, so local
+// monitors (readers, writers) see it go.
+template <class Self, class Handle>
+void watch_remote(Self self, Handle remote, std::string what) {
+  self->state.remote = std::move(remote);
   self->state.what = std::move(what);
-  self->monitor(remote);
+  self->monitor(self->state.remote);
   self->set_down_handler([self](caf::down_msg& dm) {
     if (dm.source != self->state.remote.address())
       return;
-    auto err = unreachable(self, dm.reason);
+    auto err = unreachable(self->home_system(), self->state.what, dm.reason);
     auto pending = std::move(self->state.pending);
     self->state.pending.clear();
     for (auto& kv : pending)
       kv.second.deliver(err);
-    // Readers and writers monitor this endpoint: they see the queue end.
     self->quit(err);
   });
+}
+
+coordinator_actor::behavior_type
+coordinator_endpoint_behavior(coordinator_endpoint_ptr self, coordinator_actor remote,
+                              std::string what) {
+  watch_remote(self, std::move(remote), std::move(what));
+  return {
+      [self](request_stop_atom a, caf::error& e) {
+        return relay<bool>(self, a, std::move(e));
+      },
+      [self](should_stop_atom a) { return relay<bool>(self, a); },
+      [self](wait_for_stop_atom a, caf::timespan t) { return relay<bool>(self, a, t); },
+      [self](clear_stop_atom a) { return relay<bool>(self, a); },
+      [self](register_atom a, std::vector<registration>& rs) {
+        return relay<int32_t>(self, a, std::move(rs));
+      },
+      [self](join_atom a, std::vector<caf::actor>& xs, caf::timespan grace, bool live) {
+        return relay<join_report>(self, a, std::move(xs), grace, live);
+      },
+      [self](status_atom a) { return relay<coordinator_status>(self, a); },
+      // The coordinator's own timer messages; never meant for a peer.
+      [](join_timeout_atom, uint64_t) {},
+      [](wait_timeout_atom, uint64_t) {},
+      [](join_warning_atom, uint64_t) {},
+  };
+}
+
+queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remote,
+                                             std::string what) {
+  watch_remote(self, std::move(remote), std::move(what));
   // Streamed messages go on with their sender kept: the remote queue
   // answers the reader or writer itself, and its answers never pass here.
   return {
@@ -429,7 +498,10 @@ server serve(caf::actor_system& sys, serve_options opts) {
   std::vector<caf::actor_id> ids;
   for (auto& kv : opts.queues)
     ids.push_back(kv.second->id());
-  auto node = sys.spawn(node_behavior, std::move(opts.queues));
+  if (opts.coordinator)
+    ids.push_back(opts.coordinator->id());
+  auto node =
+      sys.spawn(node_behavior, std::move(opts.queues), std::move(opts.coordinator));
   auto port =
       sys.middleman().publish(node, opts.port, opts.host.c_str(), opts.reuse_address);
   if (!port) {
@@ -459,10 +531,13 @@ struct remote_node::impl {
   node_actor node;
   std::chrono::milliseconds timeout;
   std::map<std::string, queue_actor> endpoints;
+  coordinator_actor coordinator;
 
   ~impl() {
     for (auto& kv : endpoints)
       caf::anon_send_exit(kv.second, caf::exit_reason::user_shutdown);
+    if (coordinator)
+      caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -500,6 +575,30 @@ queue_actor remote_node::queue(const std::string& name) {
                             "the endpoint of queue '" + name + "' on " + st.address +
                                 " (its quern::remote_node is still alive)");
   st.endpoints.emplace(name, endpoint);
+  return endpoint;
+}
+
+coordinator_actor remote_node::coordinator() {
+  auto& st = *impl_;
+  if (st.coordinator)
+    return st.coordinator;
+  caf::scoped_actor self{*st.sys};
+  coordinator_actor remote;
+  caf::error err;
+  self->request(st.node, st.timeout, lookup_coordinator_atom::value)
+      .receive([&](coordinator_actor& c) { remote = std::move(c); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_op(connect_error(*st.sys, st.address, err, st.timeout));
+  if (!remote)
+    throw_op(failed_precondition_error(
+        st.address + ": the coordinator came back as an invalid handle"));
+  auto what = "the coordinator on " + st.address;
+  auto endpoint = st.sys->spawn(coordinator_endpoint_behavior, remote, what);
+  detail::exit_watch::track(*st.sys, caf::actor_cast<caf::actor>(endpoint),
+                            "the endpoint of " + what +
+                                " (its quern::remote_node is still alive)");
+  st.coordinator = endpoint;
   return endpoint;
 }
 

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <quern/blocking_queue.hpp>
+#include <quern/coordinator.hpp>
 #include <quern/queue.hpp>
 #include <quern/remote.hpp>
 
@@ -401,4 +402,77 @@ TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavai
   require_exit(*a, unavailable);
   require_exit(*b, unavailable);
   CHECK(contains(a->err(), host.address));
+}
+
+TEST_CASE("distributed the coordinator's calls cross processes") {
+  // A process blocked in wait_for_stop() on the host's coordinator returns
+  // when this process requests stop through its own connection; the stop
+  // flag is the host's.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("wait.out");
+  auto waiter = start_client(dir, "waiter", host.address,
+                             {"--node.role=wait-stop", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(waiter->report());
+  REQUIRE(ready);
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::coordinator coord{sys, node.coordinator()};
+    CHECK_FALSE(coord.should_stop());
+    CHECK(coord.request_stop());
+    CHECK(coord.should_stop());
+  }
+  require_exit(*waiter, 0);
+  CHECK(contains(quern::test::read_file(out), "stopped"));
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed SIGKILL of the host fails a blocked coordinator call") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("wait.out");
+  auto waiter = start_client(dir, "waiter", host.address,
+                             {"--node.role=wait-stop", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(waiter->report());
+  REQUIRE(ready);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  require_exit(*waiter, static_cast<int>(quern::error_code::unavailable));
+  CHECK(contains(waiter->err(), "the coordinator on " + host.address));
+}
+
+TEST_CASE("distributed a stop requested in one process stops a runner in another") {
+  // The runner registered its workers with the host's coordinator through
+  // its connection; this process requests stop through its own. The
+  // coordinator pushes stop across, the runner's cancel_op closes the
+  // host's queue (cancelling its pending pushes) and the runner ends.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("feeder.out");
+  auto feeder = start_client(dir, "feeder", host.address,
+                             {"--node.role=feed-until-stop", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(feeder->report());
+  REQUIRE(ready);
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::blocking_queue q{sys, node.queue("rows")};
+    // The runner fills the queue (capacity 64) and waits for room.
+    bool filled = eventually(start_limit, [&] { return q.size() == 64; });
+    REQUIRE(filled);
+    quern::coordinator coord{sys, node.coordinator()};
+    CHECK(coord.request_stop());
+    require_exit(*feeder, 0);
+    CHECK(contains(quern::test::read_file(out), "stopped"));
+    CHECK(q.is_closed());
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
 }

@@ -1,6 +1,7 @@
 // quern_test_distributed_node: one process of the distributed tests
 // (distributed_test.cpp starts several). Roles:
-//   host     serves FIFO queue 'rows' (int64 scalars) on 127.0.0.1, port
+//   host     serves FIFO queue 'rows' (int64 scalars) and a coordinator on 127.0.0.1,
+//   port
 //            chosen by the OS and written to --node.port-file; runs until
 //            its stdin closes (the test's pipe, so it never outlives it)
 //   produce  connects, stores --node.count rows id*1e6+seq (--node.api:
@@ -13,6 +14,10 @@
 //            to --node.out as it is taken (one write per row, so a kill -9
 //            keeps what was taken); "ready" first, once connected
 //   close    connects and closes the queue
+//   wait-stop  connects and waits in the host's coordinator's
+//            wait_for_stop() (no timeout)
+//   feed-until-stop  a queue runner registered with the host's
+//            coordinator feeds 'rows' until stop is requested
 // A failure prints "<role>: <TF error name>: <message>" to stderr and exits
 // with the error's TensorFlow code (14 = unavailable, ...).
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 
 #include <quern/blocking_queue.hpp>
 #include <quern/command_line.hpp>
+#include <quern/coordinator.hpp>
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
 #include <quern/remote.hpp>
@@ -46,7 +52,7 @@ struct node_config : quern::remote_config {
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
-        .add(role, "role", "host, produce, consume or close")
+        .add(role, "role", "host, produce, consume, close, wait-stop or feed-until-stop")
         .add(address, "address", "host:port of the host (not for host)")
         .add(api, "api", "which client: enqueue/writer/batch or dequeue/reader/batch")
         .add(out, "out", "consume: the file taken values are appended to")
@@ -77,7 +83,8 @@ void write_all(int fd, const std::string& s) {
 int host(quern::actor_system& sys, node_config& cfg) {
   auto q = quern::spawn_fifo_queue(sys, cfg.capacity, {quern::dtype::int64},
                                    {quern::tensor_shape{}}, "rows");
-  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}});
+  auto coord = quern::spawn_coordinator(sys);
+  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}, coord});
   // Written whole, then renamed: the test never reads half a port.
   auto tmp = cfg.port_file + ".tmp";
   {
@@ -179,6 +186,49 @@ int consume(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+// Waits, without a timeout, until stop is requested at the host's
+// coordinator; "ready" in --node.out once connected.
+int wait_stop(quern::actor_system& sys, node_config& cfg) {
+  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + cfg.out);
+  auto node = quern::connect(sys, cfg.address);
+  quern::coordinator coord{sys, node.coordinator()};
+  write_all(fd, "ready\n");
+  coord.wait_for_stop();
+  write_all(fd, "stopped\n");
+  ::close(fd);
+  return 0;
+}
+
+// A queue runner in this process, registered with the host's coordinator,
+// feeds the host's queue until a stop requested anywhere ends it; "ready"
+// in --node.out once it runs.
+int feed_until_stop(quern::actor_system& sys, node_config& cfg) {
+  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + cfg.out);
+  auto node = quern::connect(sys, cfg.address);
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  auto op = quern::async_op([next](quern::async_run& run) {
+    run.emit(row((*next)++));
+    run.done();
+  });
+  quern::queue_runner_options opts;
+  opts.name = "remote-feeder";
+  quern::queue_runner runner{node.queue("rows"), {op}, opts};
+  runner.start(sys, node.coordinator());
+  write_all(fd, "ready\n");
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+  while (runner.running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  if (runner.running())
+    throw std::runtime_error("the queue runner was not stopped within 2 minutes");
+  write_all(fd, "stopped\n");
+  ::close(fd);
+  return 0;
+}
+
 int close_queue(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   quern::blocking_queue{sys, node.queue("rows")}.close();
@@ -201,6 +251,10 @@ int main(int argc, char** argv) {
       return consume(sys, cfg);
     if (cfg.role == "close")
       return close_queue(sys, cfg);
+    if (cfg.role == "wait-stop")
+      return wait_stop(sys, cfg);
+    if (cfg.role == "feed-until-stop")
+      return feed_until_stop(sys, cfg);
     std::cerr << "quern_test_distributed_node: unknown --node.role '" << cfg.role
               << "'\n";
     return 2;
