@@ -476,3 +476,20 @@ TEST_CASE("distributed a stop requested in one process stops a runner in another
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }
+
+TEST_CASE("distributed a runner whose coordinator's process dies stops") {
+  // The runner's coordinator handle is its process's endpoint, which ends
+  // when the node is lost; a runner stops when its coordinator goes down.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("feeder.out");
+  auto feeder = start_client(dir, "feeder", host.address,
+                             {"--node.role=feed-until-stop", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(feeder->report());
+  REQUIRE(ready);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  require_exit(*feeder, 0);
+  CHECK(contains(quern::test::read_file(out), "stopped"));
+}
