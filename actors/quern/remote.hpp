@@ -83,7 +83,8 @@ using node_actor =
 struct serve_options {
   /// `serve(sys, {"127.0.0.1", 7000, false, {{"examples", q}}, coord})`.
   serve_options(std::string host = "127.0.0.1", uint16_t port = 0,
-                bool reuse_address = false, std::map<std::string, queue_actor> queues = {},
+                bool reuse_address = false,
+                std::map<std::string, queue_actor> queues = {},
                 coordinator_actor coordinator = {})
       : host(std::move(host)), port(port), reuse_address(reuse_address),
         queues(std::move(queues)), coordinator(std::move(coordinator)) {}
@@ -154,7 +155,7 @@ struct connect_options {
 /// unavailable_error naming the queue and the address, and readers and
 /// writers see the queue end. Keep the remote_node alive while its queues
 /// are used: destroying it ends the endpoints (calls then fail with
-/// unavailable_error).
+/// unavailable_error). Threads may share one remote_node.
 class remote_node {
 public:
   remote_node(remote_node&&) noexcept;

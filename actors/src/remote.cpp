@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -570,6 +571,8 @@ struct remote_node::impl {
   std::string description;
   node_actor node;
   std::chrono::milliseconds timeout;
+  // queue() and coordinator() may be called by several threads.
+  std::mutex mtx;
   std::map<std::string, queue_actor> endpoints;
   coordinator_actor coordinator;
 
@@ -596,6 +599,7 @@ const std::string& remote_node::description() const noexcept {
 
 queue_actor remote_node::queue(const std::string& name) {
   auto& st = *impl_;
+  std::lock_guard<std::mutex> guard{st.mtx};
   if (auto i = st.endpoints.find(name); i != st.endpoints.end())
     return i->second;
   caf::scoped_actor self{*st.sys};
@@ -620,6 +624,7 @@ queue_actor remote_node::queue(const std::string& name) {
 
 coordinator_actor remote_node::coordinator() {
   auto& st = *impl_;
+  std::lock_guard<std::mutex> guard{st.mtx};
   if (st.coordinator)
     return st.coordinator;
   caf::scoped_actor self{*st.sys};
