@@ -8,6 +8,12 @@ add_test(NAME docs.semantic_ids
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_semantic_ids.sh ${PROJECT_SOURCE_DIR})
 add_test(NAME docs.no_outside_refs
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_no_outside_refs.sh ${PROJECT_SOURCE_DIR})
-#   docs.snippets         each marked code block is the example file it names
+#   docs.snippets         each marked code block is the example file or the
+#                         fragment of tests/docs/fragments.cpp it names, and
+#                         no C++ block is unmarked
 add_test(NAME docs.snippets
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_snippets.sh ${PROJECT_SOURCE_DIR})
+# The docs' code that is not a whole program, compiled in its context: a
+# fragment that stops compiling breaks the build (tests/docs/fragments.cpp).
+add_library(quern_doc_fragments OBJECT ${CMAKE_CURRENT_LIST_DIR}/fragments.cpp)
+target_link_libraries(quern_doc_fragments PRIVATE quern::quern quern_warnings)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Rewrites each code block of README.md and docs/*.md marked
    <!-- snippet: examples/.../file.cpp -->
-with that file from its first #include on: run it after editing an example
+with that file from its first #include on (or, for FILE#NAME, with the
+fragment NAME of FILE): run it after editing an example
 that the docs show (docs.snippets fails until the copies match).
 Usage: tests/docs/update_snippets.py [REPO_ROOT]"""
 import glob
@@ -20,8 +21,16 @@ for doc in ["README.md"] + sorted(glob.glob("docs/*.md")):
         k += 1
         if not marker:
             continue
-        source = open(marker.group(1)).read()
-        body = source[source.index("#include"):].rstrip("\n").split("\n")
+        target = marker.group(1)
+        if "#" in target:  # FILE#NAME: a fragment of tests/docs/fragments.cpp
+            path, name = target.split("#", 1)
+            text = open(path).read()
+            begin = text.index("// docs-snippet-begin: %s\n" % name)
+            begin = text.index("\n", begin) + 1
+            body = text[begin:text.index("// docs-snippet-end", begin)].rstrip("\n").split("\n")
+        else:
+            source = open(target).read()
+            body = source[source.index("#include"):].rstrip("\n").split("\n")
         while not lines[k].startswith("```"):  # up to the opening fence
             out.append(lines[k])
             k += 1

@@ -1,0 +1,128 @@
+// The code of the docs that is not a whole program, each piece inside the
+// context it needs (the variables it uses). The build compiles this file (an
+// object library of tests/docs/sources.cmake), so a fragment that stops
+// compiling breaks `make`; docs.snippets checks that each doc block marked
+//   <!-- snippet: tests/docs/fragments.cpp#NAME -->
+// is the text between `// docs-snippet-begin: NAME` and `// docs-snippet-end`
+// here. Whole programs live in examples/ and are run by the tests.
+
+#include <caf/all.hpp>
+
+#include "quern/blocking_queue.hpp"
+#include "quern/coordinator.hpp"
+#include "quern/input/decode_csv.hpp"
+#include "quern/input/readers.hpp"
+#include "quern/messages.hpp"
+#include "quern/pipeline.hpp"
+#include "quern/queue.hpp"
+#include "quern/queue_runner.hpp"
+#include "quern/remote.hpp"
+#include "quern/summary/summary_writer.hpp"
+
+// Fragments show values that the reader's own code goes on to use.
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+// Options structs are shown with their defaults left out ({"runs/a"}).
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+// clang-format off
+namespace quern::doc_fragments {
+
+void guide_system() {
+// docs-snippet-begin: guide-system
+quern::config cfg;             // quern's message types and errors
+quern::actor_system sys{cfg};  // the threads that run quern's actors
+// docs-snippet-end
+}
+
+void coordination_runner() {
+// docs-snippet-begin: coordination-runner
+quern::config cfg;
+quern::actor_system sys{cfg};
+auto q = quern::spawn_fifo_queue(sys, 100, {quern::dtype::int64});
+quern::pipeline pipe{sys};
+pipe.add_queue_runner(quern::queue_runner{q, {quern::async_op([](quern::async_run& run) {
+  run.emit(quern::element{quern::tensor::scalar(int64_t{42})});
+  run.done();
+})}});
+quern::coordinator coord{sys};
+auto threads = pipe.start_queue_runners(coord);
+auto in = pipe.make_consumer(q);
+try {
+  while (!coord.should_stop()) { auto e = in.dequeue(); /* train */ }
+} catch (const quern::out_of_range_error&) { /* epoch limit reached */ }
+catch (const std::exception& e) { coord.request_stop(e); }
+coord.request_stop();
+coord.join(threads);     // throws the first error with its original message
+// docs-snippet-end
+}
+
+void input_readers(caf::actor_system& sys, const std::vector<tensor>& defaults) {
+// docs-snippet-begin: input-readers
+quern::blocking_queue filenames{sys, spawn_fifo_queue(sys, 32, {dtype::string}, {tensor_shape{}})};
+quern::text_line_reader reader{/*skip_header_lines=*/1};
+for (;;) {
+  auto [key, value] = reader.read(filenames);  // "data.csv:2", "1,2,3"
+  auto columns = quern::decode_csv(value, defaults);
+}                                              // out_of_range_error at the end
+// docs-snippet-end
+}
+
+void input_decode_csv(const tensor& records) {
+// docs-snippet-begin: input-decode-csv
+auto cols = quern::decode_csv(records /* string tensor, any shape */,
+                              {tensor::vector<int32_t>({0}), tensor::vector<float>({}),
+                               tensor::vector<std::string>({"?"})},
+                              ",", /*use_quote_delim=*/true, /*na_value=*/"NA",
+                              /*select_cols=*/{});
+// docs-snippet-end
+}
+
+void logging_handle(float loss) {
+// docs-snippet-begin: logging-handle
+quern::config cfg;
+quern::actor_system sys{cfg};
+quern::summary_writer writer{sys, "runs/a"};   // throws op_error if runs/a cannot be made
+for (int step = 0; step < 100; ++step)
+  writer.scalar("loss", loss, step);
+// close() is optional: ~summary_writer closes and stops the actor
+// docs-snippet-end
+}
+
+void logging_actor(caf::actor_system& sys, caf::event_based_actor* self, int64_t step) {
+// docs-snippet-begin: logging-actor
+auto writer = quern::spawn_summary_writer(sys, {"runs/a"});   // summary_writer_options
+self->send(writer, quern::add_scalars_atom::value,
+           std::vector<quern::scalar_event>{quern::make_scalar_event("loss", 0.5, step)});
+self->request(writer, caf::infinite, quern::writer_flush_atom::value)
+  .then([](const quern::writer_status& st) { /* st.path, st.events */ },
+        [](caf::error& e) { /* quern::message_of(e) */ });
+// docs-snippet-end
+}
+
+void distributed_host() {
+// docs-snippet-begin: distributed-host
+// the process that owns the queue
+quern::remote_config cfg;   // quern::config + CAF's middleman with quern's settings
+quern::actor_system sys{cfg};
+auto q = quern::spawn_fifo_queue(sys, 1000, {quern::dtype::float32}, {quern::tensor_shape{3}});
+auto coord = quern::spawn_coordinator(sys);  // optional: export it too
+auto srv = quern::serve(sys, {"127.0.0.1", 7000, false, {{"examples", q}}, coord});
+// ... srv.stop() or ~server ends the service (destroy it before sys)
+// docs-snippet-end
+}
+
+void distributed_client() {
+// docs-snippet-begin: distributed-client
+// any other process
+quern::remote_config cfg;
+quern::actor_system sys{cfg};
+auto node = quern::connect(sys, "127.0.0.1:7000");      // deadline 5 s by default
+quern::queue_writer writer{sys, node.queue("examples")}; // a queue_actor like any other
+quern::coordinator coord{sys, node.coordinator()};       // the host's coordinator
+// docs-snippet-end
+}
+
+} // namespace quern::doc_fragments
+// clang-format on
