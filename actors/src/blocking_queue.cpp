@@ -16,7 +16,12 @@ void require_valid(const queue_actor& q, const char* who) {
                          " needs a queue actor, got an invalid handle");
 }
 
-caf::error queue_gone() {
+/// Why a client's queue is gone: the queue's own quern error when it ended
+/// with one (a remote queue's endpoint ends with `unavailable` naming the
+/// queue and its address), else `unavailable: the queue actor terminated`.
+caf::error queue_gone(const caf::down_msg& dm) {
+  if (dm.reason && dm.reason.category() == error_category)
+    return dm.reason;
   return make_error(error_code::unavailable, "the queue actor terminated");
 }
 
@@ -28,11 +33,12 @@ void note_end(caf::error& end, caf::error& err) {
 }
 
 // The queue went down: nothing still granted will be answered.
-void note_queue_down(caf::error& end, bool& queue_down, size_t& outstanding) {
+void note_queue_down(const caf::down_msg& dm, caf::error& end, bool& queue_down,
+                     size_t& outstanding) {
   queue_down = true;
   outstanding = 0;
   if (!end)
-    end = queue_gone();
+    end = queue_gone(dm);
 }
 
 // A reader with nothing buffered and an end recorded: false for the normal
@@ -130,14 +136,14 @@ void queue_writer::await_one() {
         in_flight_.pop_front();
         handle_ack(stored, err, sent);
       },
-      [&](caf::down_msg&) {
+      [&](caf::down_msg& dm) {
         // The queue is gone: whatever was in flight was never confirmed.
         for (auto n : in_flight_)
           refused_ += static_cast<int64_t>(n);
         in_flight_.clear();
         in_flight_rows_ = 0;
         if (!error_)
-          error_ = queue_gone();
+          error_ = queue_gone(dm);
       });
 }
 
@@ -273,7 +279,9 @@ void queue_reader::await_one() {
           buffer_.push_back(std::move(r));
         note_end(end_, err);
       },
-      [&](caf::down_msg&) { note_queue_down(end_, queue_down_, outstanding_pulls_); });
+      [&](caf::down_msg& dm) {
+        note_queue_down(dm, end_, queue_down_, outstanding_pulls_);
+      });
 }
 
 std::optional<element> queue_reader::try_pull() {
@@ -381,8 +389,8 @@ void batch_reader::await_one() {
         }
         note_end(end_, err);
       },
-      [&](caf::down_msg&) {
-        note_queue_down(end_, queue_down_, outstanding_pulls_);
+      [&](caf::down_msg& dm) {
+        note_queue_down(dm, end_, queue_down_, outstanding_pulls_);
         owed_.clear();
         owed_total_ = 0;
       });

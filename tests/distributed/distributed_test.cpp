@@ -359,6 +359,7 @@ TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable"
   CHECK(contains(a->err(), "Unavailable"));
   CHECK(contains(a->err(), host.address)); // the endpoint names queue and address
   CHECK(contains(b->err(), "Unavailable"));
+  CHECK(contains(b->err(), host.address)); // a reader ends with the endpoint's reason
 }
 
 TEST_CASE("distributed a frozen host is detected by heartbeats") {
@@ -402,6 +403,7 @@ TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavai
   require_exit(*a, unavailable);
   require_exit(*b, unavailable);
   CHECK(contains(a->err(), host.address));
+  CHECK(contains(b->err(), host.address));
 }
 
 TEST_CASE("distributed the coordinator's calls cross processes") {
