@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,105 +69,103 @@ int64_t expected_sum(int64_t n) {
   return n * (n - 1) / 2;
 }
 
-double run_mutex(const params& p, int producers, int consumers) {
-  bench::mutex_queue<element> q{static_cast<size_t>(p.capacity)};
+/// The scaffolding every run shares: `consumers` threads of consume() (each
+/// returns the sum of the rows it took), then `producers` threads of
+/// produce(i); once the producers are done, end() tells the consumers that no
+/// more rows come (a close; nothing for a queue whose consumers count).
+/// Returns `rows` per second; throws when the sum taken is not
+/// expected_sum(rows): `what` lost or duplicated rows.
+template <class Produce, class End, class Consume>
+double timed_run(const char* what, int64_t rows, int producers, int consumers,
+                 Produce produce, End end, Consume consume) {
   std::atomic<int64_t> sum{0};
   auto t0 = clk::now();
   std::vector<std::thread> ps, cs;
   for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      int64_t local = 0;
-      while (auto e = q.pop())
-        local += (*e)[0].scalar_value<int64_t>();
-      sum += local;
-    });
+    cs.emplace_back([&] { sum += consume(); });
   for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      for (int64_t v = i; v < p.elements; v += producers)
-        q.push(element{tensor::scalar(v)});
-    });
+    ps.emplace_back([&, i] { produce(i); });
   for (auto& t : ps)
     t.join();
-  q.close();
+  end();
   for (auto& t : cs)
     t.join();
   auto secs = seconds_since(t0);
-  if (sum != expected_sum(p.elements))
-    throw std::runtime_error("mutex queue lost or duplicated elements");
-  return static_cast<double>(p.elements) / secs;
+  if (sum != expected_sum(rows))
+    throw std::runtime_error(std::string(what) + " lost or duplicated rows");
+  return static_cast<double>(rows) / secs;
+}
+
+double run_mutex(const params& p, int producers, int consumers) {
+  bench::mutex_queue<element> q{static_cast<size_t>(p.capacity)};
+  return timed_run(
+      "mutex queue", p.elements, producers, consumers,
+      [&](int i) {
+        for (int64_t v = i; v < p.elements; v += producers)
+          q.push(element{tensor::scalar(v)});
+      },
+      [&] { q.close(); },
+      [&] {
+        int64_t local = 0;
+        while (auto e = q.pop())
+          local += (*e)[0].scalar_value<int64_t>();
+        return local;
+      });
 }
 
 double run_actor_single(caf::actor_system& sys, const params& p, int producers,
                         int consumers) {
   auto q = spawn_fifo_queue(sys, p.capacity, {dtype::int64}, {tensor_shape{}});
-  std::atomic<int64_t> sum{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      queue_reader r{sys, q, p.window};
-      int64_t local = 0;
-      while (auto e = r.try_pull())
-        local += (*e)[0].scalar_value<int64_t>();
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      queue_writer w{sys, q, p.window};
-      for (int64_t v = i; v < p.elements; v += producers)
-        w.push(element{tensor::scalar(v)});
-      w.flush();
-    });
-  for (auto& t : ps)
-    t.join();
-  blocking_queue{sys, q}.close();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(p.elements))
-    throw std::runtime_error("actor queue (single) lost or duplicated elements");
-  return static_cast<double>(p.elements) / secs;
+  return timed_run(
+      "actor queue (single)", p.elements, producers, consumers,
+      [&](int i) {
+        queue_writer w{sys, q, p.window};
+        for (int64_t v = i; v < p.elements; v += producers)
+          w.push(element{tensor::scalar(v)});
+        w.flush();
+      },
+      [&] {
+        blocking_queue{sys, q}.close();
+      },
+      [&] {
+        queue_reader r{sys, q, p.window};
+        int64_t local = 0;
+        while (auto e = r.try_pull())
+          local += (*e)[0].scalar_value<int64_t>();
+        return local;
+      });
 }
 
 double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
                        int consumers) {
   auto q = spawn_fifo_queue(sys, p.capacity, {dtype::int64}, {tensor_shape{}});
-  std::atomic<int64_t> sum{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      batch_reader r{sys, q, p.batch};
-      int64_t local = 0;
-      while (auto batch = r.try_pull())
-        for (auto v : (*batch)[0].values<int64_t>())
-          local += v;
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      queue_writer w{sys, q, static_cast<size_t>(p.capacity)};
-      std::vector<int64_t> rows;
-      for (int64_t v = i; v < p.elements; v += producers) {
-        rows.push_back(v);
-        if (static_cast<int32_t>(rows.size()) == p.batch) {
-          w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
-          rows.clear();
+  return timed_run(
+      "actor queue (batch)", p.elements, producers, consumers,
+      [&](int i) {
+        queue_writer w{sys, q, static_cast<size_t>(p.capacity)};
+        std::vector<int64_t> rows;
+        for (int64_t v = i; v < p.elements; v += producers) {
+          rows.push_back(v);
+          if (static_cast<int32_t>(rows.size()) == p.batch) {
+            w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
+            rows.clear();
+          }
         }
-      }
-      if (!rows.empty())
-        w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
-      w.flush();
-    });
-  for (auto& t : ps)
-    t.join();
-  blocking_queue{sys, q}.close();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(p.elements))
-    throw std::runtime_error("actor queue (batch) lost or duplicated elements");
-  return static_cast<double>(p.elements) / secs;
+        if (!rows.empty())
+          w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
+        w.flush();
+      },
+      [&] {
+        blocking_queue{sys, q}.close();
+      },
+      [&] {
+        batch_reader r{sys, q, p.batch};
+        int64_t local = 0;
+        while (auto batch = r.try_pull())
+          for (auto v : (*batch)[0].values<int64_t>())
+            local += v;
+        return local;
+      });
 }
 
 // -- moodycamel::BlockingConcurrentQueue -------------------------------------
@@ -179,81 +178,69 @@ double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
 // holds per producer only, so consumers do not stop at sentinels: they count
 // what all of them took and stop when it is everything (waits of 1 ms at most).
 
+/// A consumer of a moodycamel queue: bulk dequeues of up to `buf.size()` rows,
+/// each added up by value(row), until all consumers together took `rows`.
+template <class Queue, class Row, class Value>
+int64_t moody_consume(Queue& q, std::vector<Row> buf, int64_t rows,
+                      std::atomic<int64_t>& taken, Value value) {
+  int64_t local = 0;
+  while (taken.load(std::memory_order_relaxed) < rows) {
+    auto n =
+        q.wait_dequeue_bulk_timed(buf.data(), buf.size(), std::chrono::milliseconds(1));
+    for (size_t k = 0; k < n; ++k)
+      local += value(buf[k]);
+    taken.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  }
+  return local;
+}
+
 double run_moody_single(const params& p, int producers, int consumers) {
   moodycamel::BlockingConcurrentQueue<int64_t> q{static_cast<size_t>(p.capacity)};
-  std::atomic<int64_t> sum{0};
   std::atomic<int64_t> taken{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      int64_t local = 0;
-      for (int64_t v; taken.load(std::memory_order_relaxed) < p.elements;) {
-        if (!q.wait_dequeue_timed(v, std::chrono::milliseconds(1)))
-          continue;
-        local += v;
-        taken.fetch_add(1, std::memory_order_relaxed);
-      }
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      moodycamel::ProducerToken token{q};
-      for (int64_t v = i; v < p.elements; v += producers)
-        q.enqueue(token, v);
-    });
-  for (auto& t : ps)
-    t.join();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(p.elements))
-    throw std::runtime_error("moodycamel (single) lost or duplicated elements");
-  return static_cast<double>(p.elements) / secs;
+  return timed_run(
+      "moodycamel (single)", p.elements, producers, consumers,
+      [&](int i) {
+        moodycamel::ProducerToken token{q};
+        for (int64_t v = i; v < p.elements; v += producers)
+          q.enqueue(token, v);
+      },
+      [] {},
+      [&] {
+        int64_t local = 0;
+        for (int64_t v; taken.load(std::memory_order_relaxed) < p.elements;) {
+          if (!q.wait_dequeue_timed(v, std::chrono::milliseconds(1)))
+            continue;
+          local += v;
+          taken.fetch_add(1, std::memory_order_relaxed);
+        }
+        return local;
+      });
 }
 
 double run_moody_bulk(const params& p, int producers, int consumers) {
   moodycamel::BlockingConcurrentQueue<int64_t> q{static_cast<size_t>(p.capacity)};
-  std::atomic<int64_t> sum{0};
   std::atomic<int64_t> taken{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      std::vector<int64_t> buf(static_cast<size_t>(p.batch));
-      int64_t local = 0;
-      while (taken.load(std::memory_order_relaxed) < p.elements) {
-        auto n = q.wait_dequeue_bulk_timed(buf.data(), buf.size(),
-                                           std::chrono::milliseconds(1));
-        for (size_t k = 0; k < n; ++k)
-          local += buf[k];
-        taken.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-      }
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      moodycamel::ProducerToken token{q};
-      std::vector<int64_t> rows;
-      rows.reserve(static_cast<size_t>(p.batch));
-      for (int64_t v = i; v < p.elements; v += producers) {
-        rows.push_back(v);
-        if (static_cast<int32_t>(rows.size()) == p.batch) {
-          q.enqueue_bulk(token, rows.begin(), rows.size());
-          rows.clear();
+  return timed_run(
+      "moodycamel (bulk)", p.elements, producers, consumers,
+      [&](int i) {
+        moodycamel::ProducerToken token{q};
+        std::vector<int64_t> rows;
+        rows.reserve(static_cast<size_t>(p.batch));
+        for (int64_t v = i; v < p.elements; v += producers) {
+          rows.push_back(v);
+          if (static_cast<int32_t>(rows.size()) == p.batch) {
+            q.enqueue_bulk(token, rows.begin(), rows.size());
+            rows.clear();
+          }
         }
-      }
-      if (!rows.empty())
-        q.enqueue_bulk(token, rows.begin(), rows.size());
-    });
-  for (auto& t : ps)
-    t.join();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(p.elements))
-    throw std::runtime_error("moodycamel (bulk) lost or duplicated elements");
-  return static_cast<double>(p.elements) / secs;
+        if (!rows.empty())
+          q.enqueue_bulk(token, rows.begin(), rows.size());
+      },
+      [] {},
+      [&] {
+        return moody_consume(q, std::vector<int64_t>(static_cast<size_t>(p.batch)),
+                             p.elements, taken, [](int64_t v) { return v; });
+      });
 }
 
 // -- the flagship's batches: --flagship-rows rows of three float32 columns ----
@@ -264,90 +251,74 @@ int64_t flagship_batches(const params& p) {
   return (p.elements + p.flagship_rows - 1) / p.flagship_rows;
 }
 
+/// Batch `b` of the flagship scenario as quern's element of three columns.
+element flagship_batch(const params& p, int64_t b) {
+  std::vector<float> x1(static_cast<size_t>(p.flagship_rows));
+  std::vector<float> x2(x1.size(), 0.5f), y(x1.size(), 1.5f);
+  for (size_t k = 0; k < x1.size(); ++k)
+    x1[k] = static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k));
+  return element{tensor::vector<float>(std::move(x1)),
+                 tensor::vector<float>(std::move(x2)),
+                 tensor::vector<float>(std::move(y))};
+}
+
+/// The sum of the row indices (column x1) of a flagship batch.
+int64_t flagship_sum(const element& batch) {
+  int64_t local = 0;
+  for (auto v : batch[0].values<float>())
+    local += static_cast<int64_t>(v);
+  return local;
+}
+
 double run_actor_flagship(caf::actor_system& sys, const params& p, int producers,
                           int consumers) {
   auto q = spawn_fifo_queue(sys, std::max(p.capacity, 4 * p.flagship_rows),
                             {dtype::float32, dtype::float32, dtype::float32},
                             {tensor_shape{}, tensor_shape{}, tensor_shape{}});
   auto batches = flagship_batches(p);
-  auto rows = batches * p.flagship_rows;
-  std::atomic<int64_t> sum{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      batch_reader r{sys, q, p.flagship_rows};
-      int64_t local = 0;
-      while (auto batch = r.try_pull())
-        for (auto v : (*batch)[0].values<float>())
-          local += static_cast<int64_t>(v);
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      queue_writer w{sys, q, static_cast<size_t>(4 * p.flagship_rows)};
-      for (int64_t b = i; b < batches; b += producers) {
-        std::vector<float> x1(static_cast<size_t>(p.flagship_rows));
-        std::vector<float> x2(x1.size(), 0.5f), y(x1.size(), 1.5f);
-        for (size_t k = 0; k < x1.size(); ++k)
-          x1[k] = static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k));
-        w.push_batch(element{tensor::vector<float>(std::move(x1)),
-                             tensor::vector<float>(std::move(x2)),
-                             tensor::vector<float>(std::move(y))});
-      }
-      w.flush();
-    });
-  for (auto& t : ps)
-    t.join();
-  blocking_queue{sys, q}.close();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(rows))
-    throw std::runtime_error("actor queue (flagship) lost or duplicated rows");
-  return static_cast<double>(rows) / secs;
+  return timed_run(
+      "actor queue (flagship)", batches * p.flagship_rows, producers, consumers,
+      [&](int i) {
+        queue_writer w{sys, q, static_cast<size_t>(4 * p.flagship_rows)};
+        for (int64_t b = i; b < batches; b += producers)
+          w.push_batch(flagship_batch(p, b));
+        w.flush();
+      },
+      [&] {
+        blocking_queue{sys, q}.close();
+      },
+      [&] {
+        batch_reader r{sys, q, p.flagship_rows};
+        int64_t local = 0;
+        while (auto batch = r.try_pull())
+          local += flagship_sum(*batch);
+        return local;
+      });
 }
 
 double run_moody_flagship(const params& p, int producers, int consumers) {
   moodycamel::BlockingConcurrentQueue<xyz> q{static_cast<size_t>(4 * p.flagship_rows)};
   auto batches = flagship_batches(p);
   auto rows = batches * p.flagship_rows;
-  std::atomic<int64_t> sum{0};
   std::atomic<int64_t> taken{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      std::vector<xyz> buf(static_cast<size_t>(p.flagship_rows));
-      int64_t local = 0;
-      while (taken.load(std::memory_order_relaxed) < rows) {
-        auto n = q.wait_dequeue_bulk_timed(buf.data(), buf.size(),
-                                           std::chrono::milliseconds(1));
-        for (size_t k = 0; k < n; ++k)
-          local += static_cast<int64_t>(buf[k].x1);
-        taken.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-      }
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      moodycamel::ProducerToken token{q};
-      std::vector<xyz> batch(static_cast<size_t>(p.flagship_rows));
-      for (int64_t b = i; b < batches; b += producers) {
-        for (size_t k = 0; k < batch.size(); ++k)
-          batch[k] = {static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k)),
-                      0.5f, 1.5f};
-        q.enqueue_bulk(token, batch.begin(), batch.size());
-      }
-    });
-  for (auto& t : ps)
-    t.join();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(rows))
-    throw std::runtime_error("moodycamel (flagship) lost or duplicated rows");
-  return static_cast<double>(rows) / secs;
+  return timed_run(
+      "moodycamel (flagship)", rows, producers, consumers,
+      [&](int i) {
+        moodycamel::ProducerToken token{q};
+        std::vector<xyz> batch(static_cast<size_t>(p.flagship_rows));
+        for (int64_t b = i; b < batches; b += producers) {
+          for (size_t k = 0; k < batch.size(); ++k)
+            batch[k] = {static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k)),
+                        0.5f, 1.5f};
+          q.enqueue_bulk(token, batch.begin(), batch.size());
+        }
+      },
+      [] {},
+      [&] {
+        return moody_consume(q, std::vector<xyz>(static_cast<size_t>(p.flagship_rows)),
+                             rows, taken,
+                             [](const xyz& r) { return static_cast<int64_t>(r.x1); });
+      });
 }
 
 #pragma GCC diagnostic pop
@@ -355,39 +326,19 @@ double run_moody_flagship(const params& p, int producers, int consumers) {
 double run_mutex_flagship(const params& p, int producers, int consumers) {
   bench::mutex_queue<element> q{4};
   auto batches = flagship_batches(p);
-  auto rows = batches * p.flagship_rows;
-  std::atomic<int64_t> sum{0};
-  auto t0 = clk::now();
-  std::vector<std::thread> ps, cs;
-  for (int c = 0; c < consumers; ++c)
-    cs.emplace_back([&] {
-      int64_t local = 0;
-      while (auto e = q.pop())
-        for (auto v : (*e)[0].values<float>())
-          local += static_cast<int64_t>(v);
-      sum += local;
-    });
-  for (int i = 0; i < producers; ++i)
-    ps.emplace_back([&, i] {
-      for (int64_t b = i; b < batches; b += producers) {
-        std::vector<float> x1(static_cast<size_t>(p.flagship_rows));
-        std::vector<float> x2(x1.size(), 0.5f), y(x1.size(), 1.5f);
-        for (size_t k = 0; k < x1.size(); ++k)
-          x1[k] = static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k));
-        q.push(element{tensor::vector<float>(std::move(x1)),
-                       tensor::vector<float>(std::move(x2)),
-                       tensor::vector<float>(std::move(y))});
-      }
-    });
-  for (auto& t : ps)
-    t.join();
-  q.close();
-  for (auto& t : cs)
-    t.join();
-  auto secs = seconds_since(t0);
-  if (sum != expected_sum(rows))
-    throw std::runtime_error("mutex queue (flagship) lost or duplicated rows");
-  return static_cast<double>(rows) / secs;
+  return timed_run(
+      "mutex queue (flagship)", batches * p.flagship_rows, producers, consumers,
+      [&](int i) {
+        for (int64_t b = i; b < batches; b += producers)
+          q.push(flagship_batch(p, b));
+      },
+      [&] { q.close(); },
+      [&] {
+        int64_t local = 0;
+        while (auto e = q.pop())
+          local += flagship_sum(*e);
+        return local;
+      });
 }
 
 double median(std::vector<double> xs) {
