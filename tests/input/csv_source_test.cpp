@@ -99,6 +99,56 @@ TEST_CASE("csv_source: every line of every file once, typed by the record defaul
   CHECK(got == want);
 }
 
+TEST_CASE("csv_source: one source run by several threads (batch's num_threads) shares "
+          "its reader: every line once",
+          "[csv_source][IN-10]") {
+  test::temp_dir dir;
+  std::vector<std::string> files;
+  int64_t want = 0;
+  for (int f = 0; f < 4; ++f) {
+    std::string text;
+    for (int i = 0; i < 300; ++i) {
+      int64_t id = f * 1000 + i;
+      text += std::to_string(id) + ",1.5,x\n";
+      want += id;
+    }
+    files.push_back(dir.write("part" + std::to_string(f) + ".csv", text));
+  }
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  producer_options po;
+  po.num_epochs = 1;
+  auto filenames = string_input_producer(pipe, files, po);
+  csv_source_options ro;
+  ro.read_batch = 7;
+  batch_options bo;
+  bo.batch_size = 10;
+  bo.capacity = 100;
+  bo.num_threads = 3; // three workers run copies of the same source
+  bo.allow_smaller_final_batch = true;
+  auto b = batch(pipe, csv_source(sys, filenames, int_float_string_defaults(), ro), bo);
+  coordinator coord{sys};
+  auto threads = pipe.start_queue_runners(coord);
+  auto in = pipe.make_consumer(b.queue);
+  int64_t sum = 0;
+  int64_t rows = 0;
+  try {
+    for (;;) {
+      auto batch = b.next(in);
+      for (auto id : batch[0].values<int64_t>()) {
+        sum += id;
+        ++rows;
+      }
+    }
+  } catch (const out_of_range_error&) {
+  }
+  coord.request_stop();
+  CHECK_NOTHROW(coord.join(threads));
+  CHECK(rows == 1200);
+  CHECK(sum == want);
+}
+
 TEST_CASE("csv_source: bad arguments are refused before anything runs, by name",
           "[csv_source]") {
   quern::config cfg;
