@@ -7,6 +7,22 @@
 
 namespace quern {
 
+/// "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue";
+/// "Queue" for a value that is no kind.
+const char* queue_kind_name(queue_kind k);
+
+/// Validates `opts` for a queue of `kind` (Q-1..Q-4, Q-50, Q-60, Q-71) and
+/// returns the spec. Throws invalid_argument_error with TensorFlow's texts.
+/// Assigns the process-wide resource-name counter when shared_name is empty.
+queue_spec make_queue_spec(queue_kind kind, queue_options opts);
+
+/// Checks one element against the spec for `enqueue`;
+/// throws invalid_argument_error.
+void validate_enqueue(const queue_spec& spec, const element& e);
+
+/// Checks a batch for `enqueue_many` and returns its batch size.
+int64_t validate_enqueue_many(const queue_spec& spec, const element& batch);
+
 /// Spawns a queue actor of `kind`. Throws invalid_argument_error (with
 /// TensorFlow's texts, docs/semantics.md Q-1..Q-4, Q-50, Q-60) for bad options.
 /// With a non-empty shared_name, a second spawn in the same actor system

@@ -292,15 +292,9 @@ private:
     bool up_to = what == dequeue_attempt::op::dequeue_up_to;
     if (!spec.shapes_specified()) {
       // checked before anything else, even for n == 0 or a closed queue.
-      auto kind = queue_kind_name(spec.kind);
-      auto msg =
-          spec.kind == queue_kind::priority
-              ? std::string(kind) +
-                    "'s DequeueMany requires the components to have specified shapes."
-              : std::string(kind) +
-                    "'s DequeueMany and DequeueUpTo require the components to have "
-                    "specified shapes.";
-      return rp.deliver(make_error(error_code::invalid_argument, msg));
+      return rp.deliver(
+          make_error(error_code::invalid_argument,
+                     detail::rules_of(spec.kind).unshaped_dequeue_many_error()));
     }
     if (n < 0)
       return rp.deliver(
@@ -308,7 +302,7 @@ private:
                      std::string(up_to ? "DequeueUpToOp" : "DequeueManyOp") +
                          " requested " + std::to_string(n) + " < 0 elements"));
     if (n == 0)
-      return rp.deliver(core_.make_batch({}));
+      return rp.deliver(detail::make_batch(spec, {}));
     dequeue_attempt a;
     a.what = what;
     a.n = n;
@@ -430,62 +424,6 @@ struct shared_entry {
 std::mutex shared_mtx;
 std::map<std::pair<caf::actor_system*, std::string>, shared_entry> shared_queues;
 
-std::string dtype_list(const std::vector<dtype>& ts) {
-  std::string s;
-  for (size_t i = 0; i < ts.size(); ++i)
-    s += (i > 0 ? ", " : "") + std::string(dtype_name(ts[i]));
-  return s;
-}
-
-// two partial shapes are compatible when they have the same rank and
-// every dimension known in both is equal.
-bool compatible(const tensor_shape& a, const tensor_shape& b) {
-  if (!a.known_rank() || !b.known_rank())
-    return true;
-  if (a.rank() != b.rank())
-    return false;
-  for (size_t d = 0; d < a.rank(); ++d)
-    if (a.dim(d) >= 0 && b.dim(d) >= 0 && a.dim(d) != b.dim(d))
-      return false;
-  return true;
-}
-
-void check_shared(const queue_spec& have, const queue_spec& want) {
-  const auto& n = have.resource_name;
-  auto fail = [](const std::string& msg) { throw invalid_argument_error(msg); };
-  // The existing queue checks the requesting op (TF: FIFOQueue::MatchesNodeDef
-  // says "Expected FIFOQueue, found <requested op>").
-  if (have.kind != want.kind)
-    fail(std::string("Expected ") + queue_kind_name(have.kind) + ", found " +
-         queue_kind_name(want.kind));
-  if (have.capacity != want.capacity)
-    fail("Shared queue '" + n + "' has capacity " + std::to_string(have.capacity) +
-         " but requested capacity was " + std::to_string(want.capacity));
-  if (have.dtypes != want.dtypes)
-    fail("Shared queue '" + n + "' has component types " + dtype_list(have.dtypes) +
-         " but requested component types were " + dtype_list(want.dtypes));
-  bool shapes_ok = have.shapes.size() == want.shapes.size();
-  for (size_t i = 0; shapes_ok && i < have.shapes.size(); ++i)
-    shapes_ok = have.kind == queue_kind::padding_fifo
-                    ? compatible(have.shapes[i], want.shapes[i])
-                    : have.shapes[i] == want.shapes[i];
-  if (!shapes_ok)
-    fail("Shared queue '" + n + "' has component shapes " + to_string(have.shapes) +
-         " but requested component shapes were " + to_string(want.shapes));
-  if (have.kind == queue_kind::random_shuffle) {
-    if (have.min_after_dequeue != want.min_after_dequeue)
-      fail("Shared queue '" + n + "' has min_after_dequeue " +
-           std::to_string(have.min_after_dequeue) +
-           " but requested min_after_dequeue was " +
-           std::to_string(want.min_after_dequeue) + ".");
-    if ((want.seed != 0 || want.seed2 != 0) &&
-        (have.seed != want.seed || have.seed2 != want.seed2))
-      fail("Shared queue '" + n + "' has random seeds (" + std::to_string(have.seed) +
-           ", " + std::to_string(have.seed2) + ") but requested seeds are (" +
-           std::to_string(want.seed) + ", " + std::to_string(want.seed2) + ").");
-  }
-}
-
 } // namespace
 
 /// A new queue actor, named in exit reports (quern::actor_system).
@@ -508,7 +446,7 @@ queue_actor spawn_queue(caf::actor_system& sys, queue_kind kind, queue_options o
   auto i = shared_queues.find(key);
   if (i != shared_queues.end()) {
     if (auto strong = i->second.queue.lock()) {
-      check_shared(i->second.spec, spec);
+      detail::check_shared_queue(i->second.spec, spec);
       return caf::actor_cast<queue_actor>(std::move(strong));
     }
   }

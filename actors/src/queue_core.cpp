@@ -3,28 +3,10 @@
 #include <algorithm>
 
 #include <caf/local_actor.hpp>
-#include <caf/mailbox_element.hpp>
-
-#include "quern/atoms.hpp"
 
 namespace quern::detail {
 
 namespace {
-
-// Sends a one-way message from `self` to `dest` (the streaming protocol's
-// answers go to whoever pushed or pulled, which may be any kind of actor).
-template <class... Ts>
-// `self` null: sent anonymously (see queue_core::shutdown).
-void send_to(caf::local_actor* self, const caf::strong_actor_ptr& dest, Ts&&... xs) {
-  if (!dest)
-    return;
-  caf::strong_actor_ptr sender;
-  if (self)
-    sender = caf::strong_actor_ptr{self->ctrl()};
-  dest->enqueue(caf::make_mailbox_element(std::move(sender), caf::make_message_id(), {},
-                                          std::forward<Ts>(xs)...),
-                self ? self->context() : nullptr);
-}
 
 caf::error cancelled_enqueue() {
   return make_error(error_code::cancelled, "Enqueue operation was cancelled");
@@ -40,183 +22,14 @@ caf::error timed_out() {
 
 } // namespace
 
-// -- completion ---------------------------------------------------------------
-
-completion completion::promise(caf::response_promise rp) {
-  completion c;
-  c.kind_ = kind::promise;
-  c.rp_ = std::move(rp);
-  return c;
-}
-
-completion completion::pushed_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::pushed;
-  c.client_ = std::move(client);
-  return c;
-}
-
-completion completion::pulled_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::pulled;
-  c.client_ = std::move(client);
-  return c;
-}
-
-completion completion::pulled_batch_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::pulled_batch;
-  c.client_ = std::move(client);
-  return c;
-}
-
-completion completion::batches_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::batches;
-  c.client_ = std::move(client);
-  return c;
-}
-
-void completion::deliver_count(caf::local_actor* self, int32_t stored, caf::error err) {
-  if (kind_ == kind::pushed)
-    send_to(self, client_, pushed_atom::value, stored, std::move(err));
-  else if (err)
-    rp_.deliver(std::move(err));
-  else
-    rp_.deliver(stored);
-}
-
-void completion::deliver_element(caf::local_actor*, element e) {
-  rp_.deliver(std::move(e));
-}
-
-void completion::deliver_rows(caf::local_actor* self, std::vector<element> rows,
-                              caf::error err) {
-  send_to(self, client_, pulled_atom::value, std::move(rows), std::move(err));
-}
-
-void completion::deliver_batch(caf::local_actor* self, element batch, caf::error err) {
-  send_to(self, client_, pulled_atom::value, std::move(batch), std::move(err));
-}
-
-void completion::deliver_batches(caf::local_actor* self, std::vector<element> batches,
-                                 caf::error err) {
-  send_to(self, client_, batches_atom::value, std::move(batches), std::move(err));
-}
-
-void completion::deliver_bool(bool value) {
-  rp_.deliver(value);
-}
-
-void completion::deliver_error(caf::local_actor* self, caf::error err) {
-  switch (kind_) {
-  case kind::promise:
-    rp_.deliver(std::move(err));
-    break;
-  case kind::pushed:
-    send_to(self, client_, pushed_atom::value, int32_t{0}, std::move(err));
-    break;
-  case kind::pulled:
-    send_to(self, client_, pulled_atom::value, std::vector<element>{}, std::move(err));
-    break;
-  case kind::pulled_batch:
-    send_to(self, client_, pulled_atom::value, element{}, std::move(err));
-    break;
-  case kind::batches:
-    send_to(self, client_, batches_atom::value, std::vector<element>{}, std::move(err));
-    break;
-  }
-}
-
-// -- row_list -----------------------------------------------------------------
-
-void row_list::push_back(row_run r) {
-  if (r.count <= 0)
-    return;
-  size_ += r.count;
-  runs_.push_back(std::move(r));
-}
-
-void row_list::append(row_list&& other) {
-  for (auto& r : other.runs_)
-    runs_.push_back(std::move(r));
-  size_ += other.size_;
-  other.clear();
-}
-
-void row_list::prepend(row_list&& other) {
-  runs_.insert(runs_.begin(), std::make_move_iterator(other.runs_.begin()),
-               std::make_move_iterator(other.runs_.end()));
-  size_ += other.size_;
-  other.clear();
-}
-
-void row_list::move_front(int64_t n, row_list& out) {
-  while (n > 0) {
-    auto& r = runs_.front();
-    if (r.count <= n) {
-      n -= r.count;
-      size_ -= r.count;
-      out.push_back(std::move(r));
-      runs_.pop_front();
-    } else {
-      // Split a batch run: the front part goes, the rest stays.
-      out.push_back(row_run{r.data, r.begin, n, true});
-      r.begin += n;
-      r.count -= n;
-      size_ -= n;
-      n = 0;
-    }
-  }
-}
-
-element row_list::pop_front() {
-  auto& r = runs_.front();
-  --size_;
-  if (!r.batched) {
-    auto e = std::move(r.data);
-    runs_.pop_front();
-    return e;
-  }
-  auto e = r.row(0);
-  ++r.begin;
-  if (--r.count == 0)
-    runs_.pop_front();
-  return e;
-}
-
-std::vector<element> row_list::take_elements() {
-  std::vector<element> out;
-  out.reserve(static_cast<size_t>(size_));
-  for (auto& r : runs_) {
-    if (!r.batched)
-      out.push_back(std::move(r.data));
-    else
-      for (int64_t i = 0; i < r.count; ++i)
-        out.push_back(r.row(i));
-  }
-  clear();
-  return out;
-}
-
-std::vector<element> row_list::elements() const {
-  std::vector<element> out;
-  out.reserve(static_cast<size_t>(size_));
-  for (auto& r : runs_)
-    for (int64_t i = 0; i < r.count; ++i)
-      out.push_back(r.row(i));
-  return out;
-}
-
 // -- queue_core ---------------------------------------------------------------
 
 queue_core::queue_core(caf::local_actor* self, queue_spec spec)
-    : self_(self), spec_(std::move(spec)), storage_(make_storage(spec_)) {}
+    : self_(self), spec_(std::move(spec)), kind_(rules_of(spec_.kind)),
+      storage_(kind_.make_storage(spec_)) {}
 
 std::string queue_core::enqueue_name() const {
-  // PaddingFIFOQueue inherits FIFOQueue's enqueue and says so.
-  auto kind = spec_.kind == queue_kind::padding_fifo ? queue_kind::fifo : spec_.kind;
-  return std::string(queue_kind_name(kind)) + " '" + spec_.resource_name + "'";
+  return std::string(kind_.enqueue_class()) + " '" + spec_.resource_name + "'";
 }
 
 std::string queue_core::dequeue_name() const {
@@ -224,7 +37,7 @@ std::string queue_core::dequeue_name() const {
 }
 
 std::string queue_core::dequeue_many_name() const {
-  return std::string(queue_kind_name(spec_.kind)) + " '" + spec_.resource_name + "'";
+  return std::string(kind_.name()) + " '" + spec_.resource_name + "'";
 }
 
 caf::error queue_core::insufficient(const std::string& prefix, int64_t requested,
@@ -236,13 +49,7 @@ caf::error queue_core::insufficient(const std::string& prefix, int64_t requested
 }
 
 size_t queue_core::available() const {
-  auto n = storage_->size();
-  if (spec_.kind == queue_kind::random_shuffle && !closed_) {
-    // while open, at least min_after_dequeue elements stay behind.
-    auto keep = static_cast<size_t>(spec_.min_after_dequeue);
-    return n > keep ? n - keep : 0;
-  }
-  return n;
+  return kind_.available(storage_->size(), closed_, spec_);
 }
 
 void queue_core::take(size_t n, row_list& out) {
@@ -358,9 +165,7 @@ queue_core::progress queue_core::serve(dequeue_attempt& a) {
     return serve_pull_many(a);
   case dequeue_attempt::op::dequeue_many:
   case dequeue_attempt::op::dequeue_up_to:
-    if (spec_.kind == queue_kind::priority)
-      return serve_many_priority(a);
-    return serve_many(a);
+    return kind_.incremental_batches() ? serve_many(a) : serve_many_whole(a);
   }
   return progress::none;
 }
@@ -387,7 +192,7 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
     row_list rows;
     take(std::min(avail, static_cast<size_t>(a.n)), rows);
     if (a.what == dequeue_attempt::op::pull_batch)
-      a.done.deliver_batch(self_, take_batch(rows), caf::none);
+      a.done.deliver_batch(self_, take_batch(spec_, rows), caf::none);
     else
       a.done.deliver_rows(self_, rows.take_elements(), caf::none);
     return progress::complete;
@@ -401,10 +206,10 @@ queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
 
 queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
   // `batches` dequeue_many(n) (or dequeue_up_to(n)) in a row, each served
-  // like serve_many / serve_many_priority; every batch ready now travels in
+  // like serve_many / serve_many_whole; every batch ready now travels in
   // one message, so a consumer that keeps demand granted wakes once per
   // burst rather than once per batch.
-  const bool incremental = spec_.kind != queue_kind::priority;
+  const bool incremental = kind_.incremental_batches();
   const auto n = static_cast<size_t>(a.n);
   std::vector<element> ready;
   caf::error end;
@@ -415,7 +220,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
     if (closed_ && size < remaining) {
       if (a.up_to && a.held.size() + static_cast<int64_t>(size) > 0) {
         take(size, a.held);
-        ready.push_back(take_batch(a.held));
+        ready.push_back(take_batch(spec_, a.held));
         --a.batches;
         progressed = true;
         continue;
@@ -436,7 +241,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
     progressed = true;
     if (static_cast<size_t>(a.held.size()) < n)
       break;
-    ready.push_back(take_batch(a.held));
+    ready.push_back(take_batch(spec_, a.held));
     --a.batches;
   }
   if (!ready.empty() || end)
@@ -447,7 +252,7 @@ queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
 }
 
 void queue_core::complete_many(dequeue_attempt& a) {
-  a.done.deliver_element(self_, take_batch(a.held));
+  a.done.deliver_element(self_, take_batch(spec_, a.held));
 }
 
 queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
@@ -480,8 +285,9 @@ queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
   return k > 0 ? progress::partial : progress::none;
 }
 
-queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
-  // not incremental, waits until n are there, then the n smallest.
+queue_core::progress queue_core::serve_many_whole(dequeue_attempt& a) {
+  // not incremental, waits until n are there, then takes them at once
+  // (PriorityQueue: the n smallest).
   auto n = static_cast<size_t>(a.n);
   auto size = storage_->size();
   if (closed_ && size < n) {
@@ -503,81 +309,6 @@ queue_core::progress queue_core::serve_many_priority(dequeue_attempt& a) {
     return progress::complete;
   }
   return progress::none;
-}
-
-element queue_core::take_batch(row_list& rows) const {
-  if (rows.runs().size() == 1) {
-    auto& r = rows.runs().front();
-    bool whole = r.batched && r.begin == 0 &&
-                 r.data.components.size() == spec_.num_components() &&
-                 !spec_.shapes.empty();
-    for (size_t i = 0; whole && i < spec_.num_components(); ++i)
-      whole = spec_.shapes[i].fully_defined() && r.data.components[i].dim0() == r.count;
-    if (whole) {
-      auto batch = std::move(rows.front_data());
-      rows.clear();
-      return batch;
-    }
-  }
-  auto batch = make_batch(rows);
-  rows.clear();
-  return batch;
-}
-
-element queue_core::make_batch(const row_list& rows) const {
-  element batch;
-  batch.components.reserve(spec_.num_components());
-  // Fully defined shapes: concatenate the runs; rows of one batch that went
-  // through unchanged come back as a view of it (docs/queues.md, Storage).
-  std::vector<tensor> slices;
-  std::vector<tensor::rows_part> parts;
-  std::vector<element> materialized; // padding needs the rows one by one
-  for (size_t i = 0; i < spec_.num_components(); ++i) {
-    auto row_shape = spec_.shapes[i];
-    if (row_shape.fully_defined()) {
-      slices.clear();
-      parts.clear();
-      slices.reserve(rows.runs().size());
-      for (auto& r : rows.runs()) {
-        const auto& t = r.data.components[i];
-        if (!r.batched) {
-          parts.push_back({&t, false});
-        } else if (r.begin == 0 && r.count == t.dim0()) {
-          parts.push_back({&t, true});
-        } else {
-          slices.push_back(t.rows(r.begin, r.count));
-          parts.push_back({&slices.back(), true});
-        }
-      }
-      batch.components.push_back(tensor::concat_rows(parts, spec_.dtypes[i], row_shape));
-      continue;
-    }
-    if (materialized.empty() && !rows.empty())
-      materialized = rows.elements();
-    std::vector<tensor> column;
-    column.reserve(materialized.size());
-    for (auto& r : materialized)
-      column.push_back(r.components[i]);
-    {
-      // each unknown dimension is the largest of this batch (0 when
-      // the batch is empty); rows are padded with zeros.
-      auto dims = row_shape.dims();
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (dims[d] >= 0)
-          continue;
-        int64_t m = 0;
-        for (auto& t : column)
-          m = std::max(m, t.shape().dim(d));
-        dims[d] = m;
-      }
-      row_shape = tensor_shape(std::move(dims));
-      for (auto& t : column)
-        t = t.padded_to(row_shape);
-    }
-    batch.components.push_back(
-        tensor::stack_or_empty(column, spec_.dtypes[i], row_shape));
-  }
-  return batch;
 }
 
 void queue_core::close_cancelling(completion done) {

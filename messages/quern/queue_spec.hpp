@@ -12,16 +12,15 @@
 
 namespace quern {
 
-/// The four queue kinds of TensorFlow 1.x.
+/// The four queue kinds of TensorFlow 1.x. What each one does lives in
+/// actors/ (one file per kind); quern/queue.hpp names them and checks their
+/// options.
 enum class queue_kind : uint8_t {
   fifo = 0,
   random_shuffle = 1,
   padding_fifo = 2,
   priority = 3,
 };
-
-/// "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue".
-const char* queue_kind_name(queue_kind k);
 
 /// What a queue is built from: docs/semantics.md Q-1 with the op-level defaults.
 struct queue_options {
@@ -74,18 +73,6 @@ struct queue_spec {
              x.seed2);
   }
 };
-
-/// Validates `opts` for a queue of `kind` (Q-1..Q-4, Q-50, Q-60, Q-71) and
-/// returns the spec. Throws invalid_argument_error with TensorFlow's texts.
-/// Assigns the process-wide resource-name counter when shared_name is empty.
-queue_spec make_queue_spec(queue_kind kind, queue_options opts);
-
-/// Checks one element against the spec for `enqueue`;
-/// throws invalid_argument_error.
-void validate_enqueue(const queue_spec& spec, const element& e);
-
-/// Checks a batch for `enqueue_many` and returns its batch size.
-int64_t validate_enqueue_many(const queue_spec& spec, const element& batch);
 
 /// Builds an element from named components, in the queue's name order.
 /// Throws invalid_argument_error when the key set does not match.

@@ -4,7 +4,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "row_pool.hpp"
+#include "kinds/row_pool.hpp"
 
 using namespace quern;
 

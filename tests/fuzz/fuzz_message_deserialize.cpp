@@ -46,6 +46,7 @@
 #include "quern/error.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/messages.hpp"
+#include "quern/queue.hpp"
 #include "quern/queue_spec.hpp"
 #include "quern/summary.hpp"
 #include "quern/tensor.hpp"

@@ -46,11 +46,22 @@ TEST_CASE("every message type round-trips through CAF's binary serializer",
   o.dtypes = {dtype::int32};
   o.shapes = {tensor_shape{2}};
   o.shared_name = "shared";
-  auto spec = make_queue_spec(queue_kind::random_shuffle, o);
+  // A spec as a queue reports it (actors/ makes them from options).
+  queue_spec spec;
+  spec.kind = queue_kind::random_shuffle;
+  spec.resource_name = "shared";
+  spec.capacity = 4;
+  spec.dtypes = o.dtypes;
+  spec.shapes = o.shapes;
+  spec.min_after_dequeue = 1;
+  spec.seed = 5;
   auto spec2 = round_trip(spec);
   CHECK(spec2.kind == queue_kind::random_shuffle);
   CHECK(spec2.resource_name == "shared");
   CHECK(spec2.shapes == spec.shapes);
+  CHECK(spec2.capacity == 4);
+  CHECK(spec2.min_after_dequeue == 1);
+  CHECK(spec2.seed == 5);
   auto o2 = round_trip(o);
   CHECK(o2.shared_name == "shared");
   CHECK(o2.dtypes == o.dtypes);

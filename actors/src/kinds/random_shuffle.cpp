@@ -1,46 +1,18 @@
-#include <algorithm>
+// RandomShuffleQueue (Q-50..Q-53): a uniformly random element, and while
+// open at least min_after_dequeue of them stay behind.
+
+#include "kind.hpp"
+
 #include <optional>
+#include <random>
+
+#include "quern/error.hpp"
 
 #include "row_pool.hpp"
-
-#include "queue_core.hpp"
 
 namespace quern::detail {
 
 namespace {
-
-/// FIFOQueue and PaddingFIFOQueue: oldest first, kept as runs so that
-/// batches pass through without being split into rows.
-class fifo_storage : public queue_storage {
-public:
-  size_t size() const override { return static_cast<size_t>(rows_.size()); }
-  void push(row_list& from, int64_t n) override { from.move_front(n, rows_); }
-  void take(size_t n, row_list& out) override {
-    rows_.move_front(static_cast<int64_t>(n), out);
-  }
-  void put_back(row_list&& rows) override { rows_.prepend(std::move(rows)); }
-
-private:
-  row_list rows_;
-};
-
-/// Kinds that pick rows one by one store single rows.
-class row_storage : public queue_storage {
-public:
-  void push(row_list& from, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i)
-      push_row(from.pop_front());
-  }
-  void take(size_t n, row_list& out) override {
-    for (size_t i = 0; i < n; ++i)
-      out.push_back(pop());
-  }
-  void put_back(row_list&& rows) override { push(rows, rows.size()); }
-
-protected:
-  virtual void push_row(element e) = 0;
-  virtual element pop() = 0;
-};
 
 /// RandomShuffleQueue: a uniformly random stored element, removed by
 /// swapping the last one into its slot. The generator is seeded from
@@ -116,45 +88,56 @@ private:
   std::mt19937_64 rng_;
 };
 
-/// PriorityQueue: smallest int64 priority (component 0) first; a
-/// binary heap, so equal priorities come out in no particular order.
-class priority_storage : public row_storage {
+class random_shuffle : public queue_kind_rules {
 public:
-  size_t size() const override { return heap_.size(); }
+  const char* name() const override { return "RandomShuffleQueue"; }
+  const char* default_node_name() const override { return "random_shuffle_queue"; }
 
-protected:
-  void push_row(element e) override {
-    heap_.push_back(std::move(e));
-    std::push_heap(heap_.begin(), heap_.end(), later);
-  }
-  element pop() override {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    auto e = std::move(heap_.back());
-    heap_.pop_back();
-    return e;
+  void check_options(const queue_options& opts, int32_t capacity) const override {
+    if (opts.min_after_dequeue < 0)
+      throw invalid_argument_error("min_after_dequeue " +
+                                   std::to_string(opts.min_after_dequeue) +
+                                   " must be >= 0");
+    if (opts.min_after_dequeue >= capacity)
+      throw invalid_argument_error("min_after_dequeue " +
+                                   std::to_string(opts.min_after_dequeue) +
+                                   " must be < capacity " + std::to_string(capacity));
   }
 
-private:
-  static bool later(const element& a, const element& b) {
-    return a.components[0].scalar_value<int64_t>() >
-           b.components[0].scalar_value<int64_t>();
+  std::unique_ptr<queue_storage> make_storage(const queue_spec& spec) const override {
+    return std::make_unique<shuffle_storage>(spec);
   }
-  std::vector<element> heap_;
+
+  size_t available(size_t stored, bool closed, const queue_spec& spec) const override {
+    if (closed)
+      return stored;
+    // while open, at least min_after_dequeue elements stay behind.
+    auto keep = static_cast<size_t>(spec.min_after_dequeue);
+    return stored > keep ? stored - keep : 0;
+  }
+
+  void check_shared(const queue_spec& have, const queue_spec& want) const override {
+    queue_kind_rules::check_shared(have, want);
+    const auto& n = have.resource_name;
+    if (have.min_after_dequeue != want.min_after_dequeue)
+      throw invalid_argument_error("Shared queue '" + n + "' has min_after_dequeue " +
+                                   std::to_string(have.min_after_dequeue) +
+                                   " but requested min_after_dequeue was " +
+                                   std::to_string(want.min_after_dequeue) + ".");
+    if ((want.seed != 0 || want.seed2 != 0) &&
+        (have.seed != want.seed || have.seed2 != want.seed2))
+      throw invalid_argument_error(
+          "Shared queue '" + n + "' has random seeds (" + std::to_string(have.seed) +
+          ", " + std::to_string(have.seed2) + ") but requested seeds are (" +
+          std::to_string(want.seed) + ", " + std::to_string(want.seed2) + ").");
+  }
 };
 
 } // namespace
 
-std::unique_ptr<queue_storage> make_storage(const queue_spec& spec) {
-  switch (spec.kind) {
-  case queue_kind::random_shuffle:
-    return std::make_unique<shuffle_storage>(spec);
-  case queue_kind::priority:
-    return std::make_unique<priority_storage>();
-  case queue_kind::fifo:
-  case queue_kind::padding_fifo:
-    break;
-  }
-  return std::make_unique<fifo_storage>();
+const queue_kind_rules& random_shuffle_rules() {
+  static const random_shuffle rules;
+  return rules;
 }
 
 } // namespace quern::detail

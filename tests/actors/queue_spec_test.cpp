@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "quern/queue_spec.hpp"
+#include "quern/queue.hpp"
 
 using namespace quern;
 

@@ -1,0 +1,52 @@
+#pragma once
+
+// How a queue answers an attempt: through a response promise (the request
+// calls) or by a message to the client (the streaming protocol). Private to
+// actors/.
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/response_promise.hpp>
+
+#include "quern/element.hpp"
+
+namespace quern::detail {
+
+/// How an attempt ends, sent to whoever waits for it.
+class completion {
+public:
+  /// A request/response attempt: answered through a promise.
+  static completion promise(caf::response_promise rp);
+  /// A streamed push: the sender gets pushed(stored, error).
+  static completion pushed_to(caf::strong_actor_ptr client);
+  /// A streamed pull: the sender gets pulled(rows, error).
+  static completion pulled_to(caf::strong_actor_ptr client);
+  /// A streamed batch pull: the sender gets pulled(batch, error).
+  static completion pulled_batch_to(caf::strong_actor_ptr client);
+  /// A pull_many: the sender gets batches(batches, error), possibly several
+  /// times.
+  static completion batches_to(caf::strong_actor_ptr client);
+
+  bool is_stream() const { return kind_ != kind::promise; }
+  const caf::strong_actor_ptr& client() const { return client_; }
+
+  void deliver_count(caf::local_actor* self, int32_t stored, caf::error err);
+  void deliver_element(caf::local_actor* self, element e);
+  void deliver_rows(caf::local_actor* self, std::vector<element> rows, caf::error err);
+  void deliver_batch(caf::local_actor* self, element batch, caf::error err);
+  void deliver_batches(caf::local_actor* self, std::vector<element> batches,
+                       caf::error err);
+  void deliver_bool(bool value);
+  void deliver_error(caf::local_actor* self, caf::error err);
+
+private:
+  enum class kind { promise, pushed, pulled, pulled_batch, batches };
+  kind kind_ = kind::promise;
+  caf::response_promise rp_;
+  caf::strong_actor_ptr client_;
+};
+
+} // namespace quern::detail
