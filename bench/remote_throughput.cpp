@@ -14,12 +14,14 @@
 //              the port, serves until its stdin (a pipe from here) ends
 //   producer   connects; queue_writer::push_batch of every batch (or push of
 //              every row, --mode single); flush; close
-//   consumer   connects; batch_reader (or queue_reader) until end of data,
-//              checking every row
+//   consumer   connects; batch_reader, dequeue_up_to by default (or
+//              queue_reader), until end of data, checking every row
 //   raw-sink   listens on 127.0.0.1:<OS-chosen port>, reads batch frames of
 //              the three columns with readv, checking every row
 //   raw-source connects; builds each batch as the producer does and sends it
 //              with one writev
+//   raw-relay  between source and sink: reads each frame and writes it on
+//              (two loopback hops, as producer -> host -> consumer)
 //   inproc     a producer thread and a consumer thread with the same clients
 //              on a FIFO queue of its own process
 // Timing starts when the producer (source) has connected and begins, ends
@@ -48,6 +50,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -83,14 +86,16 @@ constexpr const char* program = "bench_remote_throughput";
 
 struct params {
   int32_t rows = 1024;
-  int64_t batches = 30000;
+  int64_t batches = 40000;
   int64_t singles = 200000;
   int32_t capacity = 128;    // batches
   int32_t batch_window = 64; // batches
   size_t window = 1024;      // single rows
   std::string cut = "many";
   std::string only;
-  size_t threads = 1; // CAF's scheduler threads per process; 0: CAF's default
+  // CAF's scheduler threads per process (0: CAF's default, 4 here): one
+  // wakes fewer threads per message (docs/performance.md, "Across processes").
+  size_t threads = 1;
   int rounds = 3;
   double timeout = 300;
 };
@@ -868,6 +873,9 @@ int parent(const params& p) {
   auto wanted = [&](const scenario& sc) {
     return p.only.empty() || sc.name.find(p.only) != std::string::npos;
   };
+  if (std::none_of(batches.begin(), batches.end(), wanted) &&
+      std::none_of(singles.begin(), singles.end(), wanted))
+    throw std::runtime_error("--only '" + p.only + "' names no scenario (see --help)");
   // Per round, `a`'s rate over `b`'s (both ran in it).
   std::map<std::string, std::vector<double>> ratios;
   for (int round = 0; round < p.rounds; ++round) {
@@ -1018,6 +1026,11 @@ int main(int argc, char** argv) {
               << ": --rows, --batches, --singles, --rounds, --capacity, --batch-window "
                  "and --timeout must be positive, --window at least 4, --cut any or "
                  "many\n";
+    return 2;
+  }
+  if (int64_t{p.capacity} * p.rows > INT32_MAX) {
+    std::cerr << program
+              << ": --capacity times --rows must fit a queue's capacity (2^31-1)\n";
     return 2;
   }
   if (p.batches >= (int64_t{1} << 24) || p.rows >= (1 << 24)) {
