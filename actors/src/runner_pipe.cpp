@@ -1,0 +1,173 @@
+#include "runner_pipe.hpp"
+
+#include <caf/exit_reason.hpp>
+
+namespace quern::detail {
+
+namespace {
+
+bool has_code(const std::vector<error_code>& codes, const caf::error& e) {
+  if (!e || e.category() != error_category)
+    return false;
+  return std::find(codes.begin(), codes.end(), code_of(e)) != codes.end();
+}
+
+bool is_clean_exit(const caf::error& reason) {
+  if (!reason)
+    return true;
+  if (reason.category() == caf::atom("exit")) {
+    auto r = static_cast<caf::exit_reason>(reason.code());
+    return r == caf::exit_reason::normal || r == caf::exit_reason::user_shutdown ||
+           r == caf::exit_reason::unreachable;
+  }
+  return false;
+}
+
+} // namespace
+
+bool is_reportable(const runner_shared& shared, const caf::error& reason) {
+  if (is_clean_exit(reason) || has_code(shared.closed_codes, reason))
+    return false;
+  return !(shared.stop.load() && is(reason, error_code::cancelled));
+}
+
+/// Every worker ends here: it counts itself out and records its error in
+/// exceptions_raised before it quits, so that once the handles start()
+/// returned are down, both are up to date (TensorFlow's threads do the
+/// same before they die).
+void record_end(push_pipe& p, const caf::error& reason) {
+  if (!p.shared) // already recorded
+    return;
+  auto shared = std::move(p.shared);
+  --shared->live_workers;
+  if (is_reportable(*shared, reason)) {
+    std::lock_guard<std::mutex> guard{shared->mtx};
+    shared->exceptions.push_back(with_origin(reason, p.name));
+  }
+}
+
+void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
+  record_end(p, reason);
+  self->quit(std::move(reason));
+}
+
+/// Quits once the worker is finishing and nothing is owed to it: no push
+/// unacknowledged, and (`owed`) no answer of an upstream queue pending.
+void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed) {
+  if (p.finish && p.pushes.empty() && !owed)
+    end_worker(self, p, *p.finish);
+}
+
+/// The worker ends with `reason` (a stop or an error): pushes still pending
+/// are withdrawn, so that the worker learns at once which rows the queue
+/// did not take (and gives their sources back) instead of waiting on a full
+/// queue. The first reason is kept.
+void wind_down(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
+  if (!p.finish)
+    p.finish = std::move(reason);
+  if (!p.pushes.empty() && !p.withdrawn) {
+    p.withdrawn = true;
+    self->send(p.queue, unpush_atom::value);
+  }
+}
+
+/// A run failed. A queue-closed code is the end of the input: the rows
+/// pushed before are still stored, as after end(). Any other error winds
+/// the worker down.
+void run_failed(caf::event_based_actor* self, push_pipe& p, caf::error err) {
+  if (p.shared && has_code(p.shared->closed_codes, err)) {
+    if (!p.finish)
+      p.finish = std::move(err);
+  } else {
+    wind_down(self, p, std::move(err));
+  }
+}
+
+/// Schedules the next run if the pipe has room for it and none is
+/// scheduled (always through the mailbox, so that a pending stop is seen
+/// first and the stack does not grow).
+void schedule_run(caf::event_based_actor* self, push_pipe& p) {
+  if (p.may_run() && !p.run_scheduled) {
+    p.run_scheduled = true;
+    self->send(self, worker_run_atom::value);
+  }
+}
+
+/// After a run: push its rows, then end or schedule the next run (always
+/// through the mailbox, so that a pending stop is seen first and the stack
+/// does not grow).
+void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool ended,
+               std::vector<taken_rows> sources) {
+  if (!out.empty()) {
+    push_pipe::run_in_flight r;
+    r.pushes_left = out.pieces().size();
+    r.sources = std::move(sources);
+    p.runs_in_flight.push_back(std::move(r));
+    for (auto& piece : out.pieces()) {
+      if (piece.is_batch) {
+        p.pushes.push_back(piece.batch.batch_size());
+        self->send(p.queue, push_batch_atom::value, std::move(piece.batch));
+      } else {
+        p.pushes.push_back(static_cast<int64_t>(piece.rows.size()));
+        self->send(p.queue, push_atom::value, std::move(piece.rows));
+      }
+    }
+  } // else: the run consumed its sources (a filter) or had none
+  out.clear();
+  if (ended && !p.finish)
+    p.finish = caf::error{};
+  else if (!p.finish && p.max_runs > 0 && p.runs >= p.max_runs)
+    p.finish = caf::make_error(caf::exit_reason::user_shutdown);
+  if (p.finish) {
+    try_finish(self, p, false);
+    return;
+  }
+  schedule_run(self, p);
+}
+
+/// A run's pushes are all acknowledged: if the queue refused all of it, its
+/// sources go back; rows refused that cannot go back are counted.
+void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight& r) {
+  if (r.refused == 0)
+    return;
+  if (r.stored == 0 && !r.sources.empty()) {
+    async_worker_access::give_back_all(self, std::move(r.sources));
+    return;
+  }
+  if (p.shared)
+    p.shared->rows_dropped += r.refused;
+}
+
+/// A push was acknowledged. Returns false if the worker is to end.
+void on_pushed(caf::event_based_actor* self, push_pipe& p, int32_t stored,
+               caf::error& err) {
+  if (p.pushes.empty() || p.runs_in_flight.empty())
+    return; // not ours (cannot happen: one sender, one queue)
+  auto rows = p.pushes.front();
+  p.pushes.pop_front();
+  auto& r = p.runs_in_flight.front();
+  r.stored += stored;
+  if (err)
+    r.refused += std::max<int64_t>(rows - stored, 0);
+  if (--r.pushes_left == 0) {
+    settle(self, p, r);
+    p.runs_in_flight.pop_front();
+  }
+  if (err)
+    wind_down(self, p, std::move(err));
+}
+
+/// The worker's queue went down: no pending push will be answered.
+void on_queue_down(caf::event_based_actor* self, push_pipe& p) {
+  int64_t lost = 0;
+  for (auto n : p.pushes)
+    lost += n;
+  if (p.shared)
+    p.shared->rows_dropped += lost;
+  p.pushes.clear();
+  p.runs_in_flight.clear();
+  wind_down(self, p,
+            make_error(error_code::cancelled, "the queue of " + p.name + " is gone"));
+}
+
+} // namespace quern::detail

@@ -1,0 +1,114 @@
+#pragma once
+
+// How a queue runner's worker pushes the rows of its runs to the queue and
+// ends (private to actors/; runner_shared.hpp lists the runner's parts).
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/scheduled_actor.hpp>
+
+#include "runner_shared.hpp"
+
+namespace quern::detail {
+
+// A worker ends by quitting: normally when its input ended, with
+// user_shutdown when stopped, and with the run's error otherwise. Its runner
+// monitors it and reads the reason.
+
+/// How a worker streams its rows: each run's rows are one push; up to
+/// `push_window` pushes may wait for their ack while the next run already
+/// works (rows are still stored in run order: one sender, one queue).
+///
+/// What a stop keeps (docs/queues.md): a run's rows taken from upstream
+/// queues (its sources) are kept until the queue acknowledged the run's
+/// pushes. If the queue refused every row of the run (it was cancelled, or
+/// the worker withdrew its pushes at a stop), the sources go back to the
+/// front of the queues they came from; rows that cannot go back (no sources,
+/// or part of the run was stored) are counted in runner_shared::rows_dropped.
+struct push_pipe {
+  queue_actor queue;
+  int32_t window = 2;
+  /// Pushes sent and not acknowledged yet, in order: the rows each carried.
+  /// The queue answers one sender's pushes in order (it serves enqueue
+  /// attempts in order, and a close or unpush cancels them in order).
+  std::deque<int64_t> pushes;
+  /// The runs whose pushes are not all acknowledged yet.
+  struct run_in_flight {
+    size_t pushes_left = 0;
+    int64_t stored = 0;
+    int64_t refused = 0;
+    std::vector<taken_rows> sources;
+  };
+  std::deque<run_in_flight> runs_in_flight;
+  /// Set when the worker is done: it quits with this reason once nothing is
+  /// owed to it (none: the input is exhausted; user_shutdown: stopped or
+  /// max_runs were run; an error).
+  std::optional<caf::error> finish;
+  bool withdrawn = false;  // unpush sent
+  bool run_active = false; // an asynchronous run has not completed yet
+  bool run_scheduled = false;
+  uint64_t runs = 0;
+  /// Runs to make at most (0: no limit): 1 for an op run by hand.
+  uint64_t max_runs = 0;
+  /// The runner's shared state and this worker's name, `<runner>/<op>`.
+  std::shared_ptr<runner_shared> shared;
+  std::string name;
+
+  bool may_run() const {
+    return !finish && !run_active && static_cast<int32_t>(pushes.size()) < window;
+  }
+};
+
+/// Every worker ends here: it counts itself out and records its error in
+/// exceptions_raised before it quits, so that once the handles start()
+/// returned are down, both are up to date (TensorFlow's threads do the
+/// same before they die).
+void record_end(push_pipe& p, const caf::error& reason);
+void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason);
+
+/// The settings every worker's pipe starts with; an exception that escapes
+/// the worker ends it like any other error.
+template <class Self>
+void init_pipe(Self* self, push_pipe& p, worker_settings s) {
+  p.queue = std::move(s.queue);
+  p.window = std::max(s.window, int32_t{1});
+  p.shared = std::move(s.shared);
+  p.max_runs = s.max_runs;
+  p.name = std::move(s.name);
+  // A queue that is gone answers no push: the worker must not wait for it.
+  self->monitor(p.queue);
+  self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {
+    auto err = keep_exception_message(s, ep);
+    record_end(p, err);
+    return err;
+  });
+}
+
+/// Quits once the worker is finishing and nothing is owed to it: no push
+/// unacknowledged, and (`owed`) no answer of an upstream queue pending.
+void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed);
+/// The worker ends with `reason` (a stop or an error): pushes still pending
+/// are withdrawn. The first reason is kept.
+void wind_down(caf::event_based_actor* self, push_pipe& p, caf::error reason);
+/// A run failed: a queue-closed code ends the input, any other error winds
+/// the worker down.
+void run_failed(caf::event_based_actor* self, push_pipe& p, caf::error err);
+/// Schedules the next run if the pipe has room for it.
+void schedule_run(caf::event_based_actor* self, push_pipe& p);
+/// After a run: push its rows, then end or schedule the next run.
+void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool ended,
+               std::vector<taken_rows> sources);
+/// A push was acknowledged.
+void on_pushed(caf::event_based_actor* self, push_pipe& p, int32_t stored,
+               caf::error& err);
+/// The worker's queue went down: no pending push will be answered.
+void on_queue_down(caf::event_based_actor* self, push_pipe& p);
+
+} // namespace quern::detail

@@ -1,0 +1,210 @@
+#pragma once
+
+// What the parts of a queue runner share (private to actors/): the state its
+// handle, its actor and its workers see, the access its workers have to an
+// async_run, and how one part starts the others. The parts:
+//   run.cpp             async_run, blocking_run, run_output (what an op sees)
+//   runner_pipe.*       how a worker pushes its runs' rows and ends
+//   runner_workers.cpp  the async and the blocking worker
+//   runner_actor.cpp    the runner actor: starts, watches and stops workers
+//   queue_runner.cpp    the queue_runner handle
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
+#include <caf/error.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "quern/queue_runner.hpp"
+
+namespace quern::detail {
+
+/// worker -> itself: start the next run.
+using worker_run_atom = caf::atom_constant<caf::atom("qr_run")>;
+
+/// What a runner actor shares with its queue_runner handle and its workers
+/// (process-local).
+struct runner_shared {
+  std::atomic<bool> stop{false};
+  /// The runner actor is alive.
+  std::atomic<bool> running{false};
+  /// Workers alive (TensorFlow's runs per session): each counts itself out.
+  std::atomic<int> live_workers{0};
+  caf::actor_addr runner;
+  /// The runner's queue_closed_codes.
+  std::vector<error_code> closed_codes;
+  /// Rows the workers emitted that their queue refused and that did not go
+  /// back to a queue they came from (queue_runner::rows_dropped()).
+  std::atomic<int64_t> rows_dropped{0};
+  mutable std::mutex mtx;
+  std::vector<caf::error> exceptions;
+};
+
+struct async_worker_access {
+  static void reset(async_run& r, caf::event_based_actor* self, uint64_t index,
+                    const std::atomic<bool>* stop) {
+    r.self_ = self;
+    r.index_ = index;
+    r.state_ = async_run::state::running;
+    r.out_.clear();
+    r.error_ = caf::error{};
+    r.stop_ = stop;
+    r.taken_.clear();
+  }
+  static void set_on_complete(async_run& r, std::function<void()> f) {
+    r.on_complete_ = std::move(f);
+  }
+  static void set_on_settled(async_run& r, std::function<void()> f) {
+    r.on_settled_ = std::move(f);
+  }
+  /// The rows the completed run took from upstream queues.
+  static std::vector<taken_rows> take_sources(async_run& r) {
+    return std::move(r.taken_);
+  }
+  /// The worker is stopped during the run: what the run took goes back, its
+  /// output is dropped, a pending pull and pending dequeues are withdrawn
+  /// (their answers, rows included, go back when they come).
+  static void abandon(async_run& r) {
+    r.state_ = async_run::state::abandoned;
+    r.out_.clear();
+    give_back_all(r.self_, std::move(r.taken_));
+    r.taken_.clear();
+    if (r.on_pulled_ || r.on_pulled_batch_) {
+      r.on_pulled_ = nullptr;
+      r.on_pulled_batch_ = nullptr;
+      r.self_->send(r.pull_from_, unpull_atom::value);
+    }
+    for (auto& q : r.asked_)
+      r.self_->send(q, unpull_atom::value);
+  }
+  /// Whether answers are still owed to the run (a pull, dequeues).
+  static bool owed(const async_run& r) {
+    return r.pull_pending_ || r.requests_pending_ > 0;
+  }
+  /// A pull was answered: the pull is no longer pending.
+  static void pull_answered(async_run& r) { r.pull_pending_ = false; }
+  static const queue_actor& pull_from(const async_run& r) { return r.pull_from_; }
+  static bool abandoned(const async_run& r) { return r.abandoned(); }
+  /// Records pulled rows as the run's sources (before the op sees them: it
+  /// may move them).
+  static void took(async_run& r, const std::vector<element>& rows) {
+    taken_rows t;
+    t.from = r.pull_from_;
+    // Kept flat: one allocation per pull, not one per row (a queue's rows
+    // all have its number of components).
+    t.width = rows.front().size();
+    if (t.width == 0) {
+      t.rows = rows;
+      r.taken_.push_back(std::move(t));
+      return;
+    }
+    t.flat.reserve(rows.size() * t.width);
+    for (auto& e : rows) {
+      if (e.size() != t.width) { // cannot happen for rows of one queue
+        t.flat.clear();
+        t.width = 0;
+        t.rows = rows;
+        break;
+      }
+      t.flat.insert(t.flat.end(), e.components.begin(), e.components.end());
+    }
+    r.taken_.push_back(std::move(t));
+  }
+  static void took_batch(async_run& r, const element& batch) {
+    taken_rows t;
+    t.from = r.pull_from_;
+    t.batch = batch;
+    t.is_batch = true;
+    r.taken_.push_back(std::move(t));
+  }
+  /// Sends rows back to the front of the queues they came from.
+  static void give_back_all(caf::event_based_actor* self, std::vector<taken_rows> taken) {
+    for (auto& t : taken) {
+      auto from = t.from;
+      auto rows = std::move(t).to_rows();
+      if (from && !rows.empty())
+        self->send(from, give_back_atom::value, std::move(rows));
+    }
+  }
+  static bool failed(const async_run& r) { return r.state_ == async_run::state::failed; }
+  /// Hands a pulled(rows, err) answer to the run that asked for it; false if
+  /// no pull is pending.
+  static bool deliver_pulled(async_run& r, std::vector<element>& rows, caf::error& err) {
+    if (!r.on_pulled_)
+      return false;
+    auto f = std::move(r.on_pulled_);
+    r.on_pulled_ = nullptr;
+    f(rows, err);
+    return true;
+  }
+  static bool deliver_pulled_batch(async_run& r, element& batch, caf::error& err) {
+    if (!r.on_pulled_batch_)
+      return false;
+    auto f = std::move(r.on_pulled_batch_);
+    r.on_pulled_batch_ = nullptr;
+    f(batch, err);
+    return true;
+  }
+  static bool ended(const async_run& r) { return r.state_ == async_run::state::end; }
+  static caf::error& error(async_run& r) { return r.error_; }
+  static run_output& out(async_run& r) { return r.out_; }
+
+  static void reset(blocking_run& r, uint64_t index, const std::atomic<bool>* stop) {
+    r.index_ = index;
+    r.end_ = false;
+    r.out_.clear();
+    r.stop_ = stop;
+  }
+  static bool ended(const blocking_run& r) { return r.end_; }
+  static run_output& out(blocking_run& r) { return r.out_; }
+};
+
+/// Whether a worker's exit reason is an error to report (QR-6, QR-7): not
+/// the end of its input, not a queue-closed code, and not a cancellation
+/// that the runner's own cancel_op caused during a stop.
+bool is_reportable(const runner_shared& shared, const caf::error& reason);
+
+/// What a worker is started with.
+struct worker_settings {
+  queue_actor queue;
+  /// Pushes that may wait for their ack (queue_runner_options::push_window).
+  int32_t window = 2;
+  std::shared_ptr<runner_shared> shared;
+  /// Runs to make at most (0: no limit): 1 for an op run by hand.
+  uint64_t max_runs = 0;
+  /// `<runner>/<op>`: the origin of its errors.
+  std::string name;
+};
+
+/// Spawns the worker of `op`: an async op on CAF's scheduler, a blocking op
+/// in a thread of its own (it may block).
+caf::actor spawn_worker(caf::actor_system& sys, const enqueue_op& op, worker_settings s);
+/// The same, monitored by `parent` (the runner actor).
+caf::actor spawn_monitored_worker(caf::local_actor* parent, const enqueue_op& op,
+                                  worker_settings s);
+
+/// What the runner actor is started with.
+struct runner_config {
+  queue_actor queue;
+  std::vector<enqueue_op> ops;
+  queue_runner_options opts;
+  std::string name;
+  coordinator_actor coord;
+  std::shared_ptr<runner_shared> shared;
+};
+
+/// Spawns the runner actor (runner_actor.cpp).
+queue_runner_actor spawn_runner(caf::actor_system& sys, runner_config cfg);
+
+/// `<runner>/<op name>`, or `<runner>/op<i>` for an op without a name.
+std::string op_name(const std::string& runner_name, const std::vector<enqueue_op>& ops,
+                    size_t i);
+
+} // namespace quern::detail
