@@ -209,6 +209,100 @@ void warn_join(coordinator_ptr self, uint64_t id) {
     std::cerr << "quern: " << text.str() << '\n';
 }
 
+// Shut down (its owning handle went away) while a join or wait_for_stop
+// waits: answer them, so no thread waits forever for a coordinator that is
+// gone.
+void coordinator_exit(coordinator_ptr self, const caf::exit_msg& msg) {
+  auto& st = self->state;
+  auto gone = make_error(error_code::cancelled,
+                         "the coordinator was shut down while this call waited");
+  for (auto& kv : st.joins)
+    kv.second.rp.deliver(gone);
+  st.joins.clear();
+  for (auto& kv : st.waiters)
+    kv.second.deliver(gone);
+  st.waiters.clear();
+  self->quit(msg.reason);
+}
+
+// A watched actor ended: its error may stop the others (CO-3), and the
+// joins that wait for it learn it.
+void watched_down(coordinator_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  auto id = dm.source.id();
+  auto i = st.watched.find(id);
+  if (i == st.watched.end())
+    return;
+  bool report = i->second.report_errors;
+  st.watched.erase(i);
+  if (report && is_error_exit(dm.reason))
+    do_request_stop(self, dm.reason);
+  std::vector<uint64_t> touched;
+  for (auto& kv : st.joins)
+    if (kv.second.alive.erase(id) > 0)
+      touched.push_back(kv.first);
+  for (auto jid : touched)
+    check_join(self, jid);
+}
+
+caf::result<bool> wait_for_stop(coordinator_ptr self, caf::timespan timeout) {
+  auto& st = self->state;
+  if (st.stop || timeout <= caf::timespan{0})
+    return st.stop;
+  auto rp = self->make_response_promise<bool>();
+  auto id = st.next_wait++;
+  st.waiters.emplace(id, rp);
+  if (timeout != caf::timespan::max())
+    self->delayed_send(self, timeout, wait_timeout_atom::value, id);
+  return rp;
+}
+
+// CO-8: a join waits for the registered actors plus the given ones, as they
+// are at call time, in registration order.
+caf::result<join_report> start_join(coordinator_ptr self, std::vector<caf::actor>& actors,
+                                    caf::timespan grace) {
+  auto& st = self->state;
+  for (auto& a : actors)
+    if (a)
+      watch(self, a, {}, false, false, false);
+  std::vector<const std::pair<const caf::actor_id, watched_actor>*> members;
+  std::set<caf::actor_id> given;
+  for (auto& a : actors)
+    if (a)
+      given.insert(a.id());
+  for (auto& kv : st.watched)
+    if (kv.second.registered || given.count(kv.first) > 0)
+      members.push_back(&kv);
+  std::sort(members.begin(), members.end(),
+            [](auto* x, auto* y) { return x->second.seq < y->second.seq; });
+  pending_join j;
+  for (auto* m : members) {
+    j.snapshot.emplace_back(m->first, m->second.name);
+    j.alive.insert(m->first);
+  }
+  j.grace = grace;
+  j.rp = self->make_response_promise<join_report>();
+  auto rp = j.rp;
+  auto id = st.next_join++;
+  st.joins.emplace(id, std::move(j));
+  if (!st.stop && st.join_warning_after > caf::timespan{0} &&
+      st.join_warning_after != caf::timespan::max())
+    self->delayed_send(self, st.join_warning_after, join_warning_atom::value, id);
+  check_join(self, id);
+  return rp;
+}
+
+coordinator_status status_of(const coordinator_state& st) {
+  coordinator_status s;
+  s.stop_requested = st.stop;
+  s.joined = st.joined;
+  s.error = st.error;
+  for (auto& kv : st.watched)
+    if (kv.second.registered)
+      ++s.live;
+  return s;
+}
+
 coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
                                                   coordinator_options opts) {
   self->state.clean_codes = std::move(opts.clean_stop_codes);
@@ -216,38 +310,8 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
   self->state.join_warning_after = opts.join_warning_after;
   self->state.on_join_warning = std::move(opts.on_join_warning);
   self->set_exception_handler(keep_exception_message);
-  // Shut down (its owning handle went away) while a join or wait_for_stop
-  // waits: answer them, so no thread waits forever for a coordinator that
-  // is gone.
-  self->set_exit_handler([self](caf::exit_msg& msg) {
-    auto& st = self->state;
-    auto gone = make_error(error_code::cancelled,
-                           "the coordinator was shut down while this call waited");
-    for (auto& kv : st.joins)
-      kv.second.rp.deliver(gone);
-    st.joins.clear();
-    for (auto& kv : st.waiters)
-      kv.second.deliver(gone);
-    st.waiters.clear();
-    self->quit(msg.reason);
-  });
-  self->set_down_handler([self](caf::down_msg& dm) {
-    auto& st = self->state;
-    auto id = dm.source.id();
-    auto i = st.watched.find(id);
-    if (i == st.watched.end())
-      return;
-    bool report = i->second.report_errors;
-    st.watched.erase(i);
-    if (report && is_error_exit(dm.reason))
-      do_request_stop(self, dm.reason);
-    std::vector<uint64_t> touched;
-    for (auto& kv : st.joins)
-      if (kv.second.alive.erase(id) > 0)
-        touched.push_back(kv.first);
-    for (auto jid : touched)
-      check_join(self, jid);
-  });
+  self->set_exit_handler([self](caf::exit_msg& msg) { coordinator_exit(self, msg); });
+  self->set_down_handler([self](caf::down_msg& dm) { watched_down(self, dm); });
   return {
       [self](request_stop_atom, caf::error& err) -> caf::result<bool> {
         auto& st = self->state;
@@ -257,16 +321,8 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
         return do_request_stop(self, err);
       },
       [self](should_stop_atom) { return self->state.stop; },
-      [self](wait_for_stop_atom, caf::timespan timeout) -> caf::result<bool> {
-        auto& st = self->state;
-        if (st.stop || timeout <= caf::timespan{0})
-          return st.stop;
-        auto rp = self->make_response_promise<bool>();
-        auto id = st.next_wait++;
-        st.waiters.emplace(id, rp);
-        if (timeout != caf::timespan::max())
-          self->delayed_send(self, timeout, wait_timeout_atom::value, id);
-        return rp;
+      [self](wait_for_stop_atom, caf::timespan timeout) {
+        return wait_for_stop(self, timeout);
       },
       [self](wait_timeout_atom, uint64_t id) {
         auto& st = self->state;
@@ -294,52 +350,12 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
         return n;
       },
       [self](join_atom, std::vector<caf::actor>& actors, caf::timespan grace,
-             bool ignore_live) -> caf::result<join_report> {
-        (void)ignore_live; // the handle decides whether stragglers throw
-        auto& st = self->state;
-        for (auto& a : actors)
-          if (a)
-            watch(self, a, {}, false, false, false);
-        // CO-8 step 1: registered actors plus the given ones, at call time.
-        std::vector<const std::pair<const caf::actor_id, watched_actor>*> members;
-        std::set<caf::actor_id> given;
-        for (auto& a : actors)
-          if (a)
-            given.insert(a.id());
-        for (auto& kv : st.watched)
-          if (kv.second.registered || given.count(kv.first) > 0)
-            members.push_back(&kv);
-        std::sort(members.begin(), members.end(),
-                  [](auto* x, auto* y) { return x->second.seq < y->second.seq; });
-        pending_join j;
-        for (auto* m : members) {
-          j.snapshot.emplace_back(m->first, m->second.name);
-          j.alive.insert(m->first);
-        }
-        j.grace = grace;
-        j.rp = self->make_response_promise<join_report>();
-        auto rp = j.rp;
-        auto id = st.next_join++;
-        st.joins.emplace(id, std::move(j));
-        if (!st.stop && st.join_warning_after > caf::timespan{0} &&
-            st.join_warning_after != caf::timespan::max())
-          self->delayed_send(self, st.join_warning_after, join_warning_atom::value, id);
-        check_join(self, id);
-        return rp;
+             bool) { // ignore_live: the handle decides whether stragglers throw
+        return start_join(self, actors, grace);
       },
       [self](join_timeout_atom, uint64_t id) { finish_join(self, id); },
       [self](join_warning_atom, uint64_t id) { warn_join(self, id); },
-      [self](status_atom) {
-        auto& st = self->state;
-        coordinator_status s;
-        s.stop_requested = st.stop;
-        s.joined = st.joined;
-        s.error = st.error;
-        for (auto& kv : st.watched)
-          if (kv.second.registered)
-            ++s.live;
-        return s;
-      },
+      [self](status_atom) { return status_of(self->state); },
   };
 }
 
