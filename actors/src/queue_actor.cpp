@@ -19,6 +19,7 @@
 #include <caf/system_messages.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "deadlines.hpp"
 #include "queue_core.hpp"
 
 namespace quern {
@@ -28,23 +29,6 @@ namespace {
 using detail::completion;
 using detail::dequeue_attempt;
 using detail::enqueue_attempt;
-
-/// Wakes one queue up when its earliest deadline is due. A delayed message
-/// holds a strong reference to its receiver until it fires, so a queue that
-/// sent wake-ups to itself would outlive its last handle by its longest
-/// timeout, and ~actor_system would wait that long. The relay holds the
-/// queue weakly and is stopped by the queue's on_exit.
-caf::behavior deadline_relay(caf::event_based_actor* self, caf::weak_actor_ptr queue) {
-  return {
-      [=](deadline_atom, uint64_t tag, caf::timespan timeout) {
-        self->delayed_send(self, timeout, deadline_atom::value, tag);
-      },
-      [=](deadline_atom, uint64_t tag) {
-        if (auto q = queue.lock())
-          caf::anon_send(caf::actor_cast<queue_actor>(q), deadline_atom::value, tag);
-      },
-  };
-}
 
 /// One queue actor: a thin shell that validates requests, turns them
 /// into attempts of the shared core, arms deadlines and watches clients.
@@ -63,35 +47,10 @@ public:
     });
     return {
         [this](enqueue_atom, element& e, caf::timespan timeout) {
-          auto rp = make_response_promise<int32_t>();
-          try {
-            validate_enqueue(core_.spec(), e);
-          } catch (const op_error& ex) {
-            return rp.deliver(ex.to_error());
-          }
-          enqueue_attempt a;
-          a.what = enqueue_attempt::op::enqueue;
-          a.rows.push_back(std::move(e));
-          a.total = 1;
-          add(std::move(a), rp, timeout);
-          return rp;
+          return enqueue(e, timeout);
         },
         [this](enqueue_many_atom, element& batch, caf::timespan timeout) {
-          auto rp = make_response_promise<int32_t>();
-          int64_t rows = 0;
-          try {
-            rows = validate_enqueue_many(core_.spec(), batch);
-          } catch (const op_error& ex) {
-            return rp.deliver(ex.to_error());
-          }
-          if (rows == 0) // succeeds at once, even on a closed queue
-            return rp.deliver(int32_t{0});
-          enqueue_attempt a;
-          a.what = enqueue_attempt::op::enqueue_many;
-          a.rows.push_back(detail::row_run::batch(std::move(batch), rows));
-          a.total = rows;
-          add(std::move(a), rp, timeout);
-          return rp;
+          return enqueue_many(batch, timeout);
         },
         [this](dequeue_atom, caf::timespan timeout) {
           auto rp = make_response_promise<element>();
@@ -107,74 +66,19 @@ public:
           return dequeue_many(dequeue_attempt::op::dequeue_up_to, n, timeout);
         },
         [this](close_atom, bool cancel_pending_enqueues) {
-          auto rp = make_response_promise<bool>();
-          if (cancel_pending_enqueues) {
-            core_.close_cancelling(completion::promise(rp));
-            return rp;
-          }
-          enqueue_attempt a;
-          a.what = enqueue_attempt::op::close;
-          add(std::move(a), rp, wait_forever);
-          return rp;
+          return close(cancel_pending_enqueues);
         },
         [this](size_atom) { return core_.size(); },
         [this](is_closed_atom) { return core_.is_closed(); },
         [this](spec_atom) { return core_.spec(); },
-        [this](push_atom, std::vector<element>& rows) {
-          auto done = detail::completion::pushed_to(current_sender());
-          try {
-            for (auto& r : rows)
-              validate_enqueue(core_.spec(), r);
-          } catch (const op_error& ex) {
-            done.deliver_count(this, 0, ex.to_error());
-            return;
-          }
-          detail::row_list list;
-          for (auto& r : rows)
-            list.push_back(std::move(r));
-          push(std::move(list), std::move(done));
-        },
-        [this](push_batch_atom, element& batch) {
-          auto done = detail::completion::pushed_to(current_sender());
-          int64_t rows = 0;
-          try {
-            rows = validate_enqueue_many(core_.spec(), batch);
-          } catch (const op_error& ex) {
-            done.deliver_count(this, 0, ex.to_error());
-            return;
-          }
-          detail::row_list list;
-          list.push_back(detail::row_run::batch(std::move(batch), rows));
-          push(std::move(list), std::move(done));
-        },
+        [this](push_atom, std::vector<element>& rows) { push_rows(rows); },
+        [this](push_batch_atom, element& batch) { push_batch(batch); },
         [this](pull_atom, int32_t n) { pull(dequeue_attempt::op::pull, n); },
         [this](pull_batch_atom, int32_t n) { pull(dequeue_attempt::op::pull_batch, n); },
         [this](pull_many_atom, int32_t n, int32_t batches, bool up_to) {
           pull_many(n, batches, up_to);
         },
-        [this](give_back_atom, std::vector<element>& rows) {
-          // Validated like an enqueue: a row that does not fit the spec would
-          // break the storage (a shuffle or priority queue) or reach a
-          // consumer malformed. The rows that fit go back; the others are
-          // refused and said so, and the queue goes on serving.
-          detail::row_list list;
-          size_t refused = 0;
-          std::string first_error;
-          for (auto& r : rows) {
-            try {
-              validate_enqueue(core_.spec(), r);
-              list.push_back(std::move(r));
-            } catch (const op_error& ex) {
-              if (refused++ == 0)
-                first_error = ex.what();
-            }
-          }
-          if (refused > 0)
-            std::cerr << "quern: " << core_.spec().resource_name << " refused " << refused
-                      << " of " << rows.size()
-                      << " rows given back that do not fit it: " << first_error << '\n';
-          core_.give_back(std::move(list));
-        },
+        [this](give_back_atom, std::vector<element>& rows) { give_back(rows); },
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
@@ -194,11 +98,109 @@ public:
   void on_exit() override {
     // Nobody waits forever on a queue that is gone.
     core_.shutdown();
-    if (relay_)
-      caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
+    deadlines_.stop();
   }
 
 private:
+  caf::typed_response_promise<int32_t> enqueue(element& e, caf::timespan timeout) {
+    auto rp = make_response_promise<int32_t>();
+    try {
+      validate_enqueue(core_.spec(), e);
+    } catch (const op_error& ex) {
+      return rp.deliver(ex.to_error());
+    }
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::enqueue;
+    a.rows.push_back(std::move(e));
+    a.total = 1;
+    add(std::move(a), rp, timeout);
+    return rp;
+  }
+
+  caf::typed_response_promise<int32_t> enqueue_many(element& batch,
+                                                    caf::timespan timeout) {
+    auto rp = make_response_promise<int32_t>();
+    int64_t rows = 0;
+    try {
+      rows = validate_enqueue_many(core_.spec(), batch);
+    } catch (const op_error& ex) {
+      return rp.deliver(ex.to_error());
+    }
+    if (rows == 0) // succeeds at once, even on a closed queue
+      return rp.deliver(int32_t{0});
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::enqueue_many;
+    a.rows.push_back(detail::row_run::batch(std::move(batch), rows));
+    a.total = rows;
+    add(std::move(a), rp, timeout);
+    return rp;
+  }
+
+  caf::typed_response_promise<bool> close(bool cancel_pending_enqueues) {
+    auto rp = make_response_promise<bool>();
+    if (cancel_pending_enqueues) {
+      core_.close_cancelling(completion::promise(rp));
+      return rp;
+    }
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::close;
+    add(std::move(a), rp, wait_forever);
+    return rp;
+  }
+
+  void push_rows(std::vector<element>& rows) {
+    auto done = detail::completion::pushed_to(current_sender());
+    try {
+      for (auto& r : rows)
+        validate_enqueue(core_.spec(), r);
+    } catch (const op_error& ex) {
+      done.deliver_count(this, 0, ex.to_error());
+      return;
+    }
+    detail::row_list list;
+    for (auto& r : rows)
+      list.push_back(std::move(r));
+    push(std::move(list), std::move(done));
+  }
+
+  void push_batch(element& batch) {
+    auto done = detail::completion::pushed_to(current_sender());
+    int64_t rows = 0;
+    try {
+      rows = validate_enqueue_many(core_.spec(), batch);
+    } catch (const op_error& ex) {
+      done.deliver_count(this, 0, ex.to_error());
+      return;
+    }
+    detail::row_list list;
+    list.push_back(detail::row_run::batch(std::move(batch), rows));
+    push(std::move(list), std::move(done));
+  }
+
+  // Validated like an enqueue: a row that does not fit the spec would break
+  // the storage (a shuffle or priority queue) or reach a consumer malformed.
+  // The rows that fit go back; the others are refused and said so, and the
+  // queue goes on serving.
+  void give_back(std::vector<element>& rows) {
+    detail::row_list list;
+    size_t refused = 0;
+    std::string first_error;
+    for (auto& r : rows) {
+      try {
+        validate_enqueue(core_.spec(), r);
+        list.push_back(std::move(r));
+      } catch (const op_error& ex) {
+        if (refused++ == 0)
+          first_error = ex.what();
+      }
+    }
+    if (refused > 0)
+      std::cerr << "quern: " << core_.spec().resource_name << " refused " << refused
+                << " of " << rows.size()
+                << " rows given back that do not fit it: " << first_error << '\n';
+    core_.give_back(std::move(list));
+  }
+
   // A streamed push: rows (or one batch) as one enqueue attempt, answered
   // with pushed(stored, error). Empty pushes complete at once.
   void push(detail::row_list rows, detail::completion done) {
@@ -327,7 +329,7 @@ private:
     if (!core_.add(std::move(a)))
       return;
     if (timeout != wait_forever)
-      arm(id, std::max(timeout, caf::timespan{0}));
+      deadlines_.arm(id, std::max(timeout, caf::timespan{0}));
     if constexpr (std::is_same<Attempt, dequeue_attempt>::value)
       watch_starvation(id);
   }
@@ -337,7 +339,7 @@ private:
   // hang) fails after starvation_timeout_ with a diagnosis instead.
   void watch_starvation(uint64_t id) {
     if (declared_feeders_ > 0 && started_feeders_ == 0)
-      arm(id, starvation_timeout_, deadline_kind::starvation);
+      deadlines_.arm(id, starvation_timeout_, detail::deadlines::kind::starvation);
   }
 
   caf::error never_started() const {
@@ -353,58 +355,16 @@ private:
       monitor(client);
   }
 
-  // Deadlines wait in a heap; one wake-up is scheduled for the earliest, so
-  // a consumer whose calls all carry a long timeout costs one timer per
-  // timeout period, not one per call. Entries of attempts that completed
-  // stay until they are due; expiring them is a no-op.
-  using steady = std::chrono::steady_clock;
-  enum class deadline_kind { timeout, starvation };
-  using deadline_entry = std::tuple<steady::time_point, uint64_t, deadline_kind>;
-
-  void arm(uint64_t id, caf::timespan timeout,
-           deadline_kind kind = deadline_kind::timeout) {
-    auto now = steady::now();
-    // A timeout too long to represent is no deadline at all.
-    if (timeout >
-        std::chrono::duration_cast<caf::timespan>(steady::time_point::max() - now))
-      return;
-    auto due = now + std::chrono::duration_cast<steady::duration>(timeout);
-    deadlines_.push({due, id, kind});
-    schedule_wakeup(due, now);
-  }
-
-  void schedule_wakeup(steady::time_point due, steady::time_point now) {
-    if (wakeup_at_ && *wakeup_at_ <= due)
-      return; // an earlier wake-up will look at this one
-    if (!relay_)
-      relay_ = spawn(deadline_relay, caf::actor_cast<caf::weak_actor_ptr>(ctrl()));
-    wakeup_at_ = due;
-    caf::anon_send(relay_, deadline_atom::value, uint64_t{0},
-                   std::chrono::duration_cast<caf::timespan>(
-                       std::max(due - now, steady::duration{0})));
-  }
-
   void expire_due() {
-    auto now = steady::now();
-    if (wakeup_at_ && *wakeup_at_ <= now)
-      wakeup_at_.reset();
-    while (!deadlines_.empty() && std::get<0>(deadlines_.top()) <= now) {
-      auto [due, id, kind] = deadlines_.top();
-      deadlines_.pop();
-      if (kind == deadline_kind::timeout)
+    deadlines_.expire_due([this](uint64_t id, detail::deadlines::kind k) {
+      if (k == detail::deadlines::kind::timeout)
         core_.expire(id); // nothing if it completed
       else if (declared_feeders_ > 0 && started_feeders_ == 0)
         core_.fail_waiting_dequeue(id, never_started()); // nothing if it completed
-    }
-    if (!deadlines_.empty())
-      schedule_wakeup(std::get<0>(deadlines_.top()), now);
+    });
   }
 
-  caf::actor relay_;
-  std::priority_queue<deadline_entry, std::vector<deadline_entry>,
-                      std::greater<deadline_entry>>
-      deadlines_;
-  std::optional<steady::time_point> wakeup_at_;
+  detail::deadlines deadlines_{this};
   /// Queue runners made for this queue, and those started (feeder_atom).
   int32_t declared_feeders_ = 0;
   int32_t started_feeders_ = 0;
