@@ -3,8 +3,10 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <type_traits>
+#include <variant>
 
 #include "quern/error.hpp"
 
@@ -197,21 +199,57 @@ bool parse_float(std::string_view text, Float& out) {
   return end == begin + s.size();
 }
 
-/// One output column: its dtype, default and values.
-struct column {
-  dtype type;
-  bool has_default = false;
-  int32_t d_i32 = 0;
-  int64_t d_i64 = 0;
-  float d_f32 = 0;
-  double d_f64 = 0;
-  std::string d_str;
-  std::vector<int32_t> i32;
-  std::vector<int64_t> i64;
-  std::vector<float> f32;
-  std::vector<double> f64;
-  std::vector<std::string> str;
+enum class field_status { ok, missing, invalid };
+
+/// One output column of values of type T, with its default if it has one.
+template <class T>
+struct typed_column {
+  std::optional<T> fallback;
+  std::vector<T> values;
+
+  /// Row `r` from field `text`; the default when it is empty or `na`. Error
+  /// texts are made by the caller, so that this stays small and inlined.
+  field_status fill(std::string_view text, std::string_view na, size_t r) {
+    if (text.empty() || text == na) {
+      if (!fallback)
+        return field_status::missing;
+      values[r] = *fallback;
+      return field_status::ok;
+    }
+    return parse(text, r) ? field_status::ok : field_status::invalid;
+  }
+
+  /// Parses `text` into row `r`; false when it is not a valid T.
+  bool parse(std::string_view text, size_t r) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      values[r].assign(text.data(), text.size());
+      return true;
+    } else if constexpr (std::is_integral_v<T>) {
+      return parse_int(text, values[r]);
+    } else {
+      return parse_float(text, values[r]);
+    }
+  }
 };
+
+/// The column types of TensorFlow's DecodeCSV (int32, int64, float, double,
+/// string), one alternative each.
+using column =
+    std::variant<typed_column<int32_t>, typed_column<int64_t>, typed_column<float>,
+                 typed_column<double>, typed_column<std::string>>;
+
+dtype type_of(const column& c) {
+  return std::visit(
+      [](auto& col) {
+        return dtype_of_v<typename std::decay_t<decltype(col.values)>::value_type>;
+      },
+      c);
+}
+
+template <class T>
+constexpr bool is_csv_type = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                             std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                             std::is_same_v<T, std::string>;
 
 const char* type_word(dtype t) {
   switch (t) {
@@ -226,6 +264,28 @@ const char* type_word(dtype t) {
   default:
     return dtype_name(t);
   }
+}
+
+/// Column `i` of the output, from its record default (checks in TF's
+/// order: the dtype, the rank, the number of defaults).
+column make_column(const tensor& d, size_t i) {
+  return visit_dtype(d.type(), [&](auto tag) -> column {
+    using T = typename decltype(tag)::type;
+    if constexpr (!is_csv_type<T>) {
+      fail(std::string("csv: data type ") + dtype_name(d.type()) +
+           " not supported in field " + std::to_string(i));
+    } else {
+      if (d.shape().rank() > 1)
+        fail("Each record default should be at most rank 1");
+      if (d.num_elements() >= 2)
+        fail("There should only be 1 default per field but field " + std::to_string(i) +
+             " has " + std::to_string(d.num_elements()));
+      typed_column<T> col;
+      if (d.num_elements() == 1)
+        col.fallback = d.template values<T>()[0];
+      return col;
+    }
+  });
 }
 
 } // namespace
@@ -251,68 +311,15 @@ std::vector<tensor> decode_csv(const tensor& records,
          dtype_name(records.type()));
 
   const size_t ncols = record_defaults.size();
-  std::vector<column> cols(ncols);
-  for (size_t i = 0; i < ncols; ++i) {
-    auto& d = record_defaults[i];
-    auto& c = cols[i];
-    c.type = d.type();
-    switch (c.type) {
-    case dtype::int32:
-    case dtype::int64:
-    case dtype::float32:
-    case dtype::float64:
-    case dtype::string:
-      break;
-    default:
-      fail(std::string("csv: data type ") + dtype_name(c.type) +
-           " not supported in field " + std::to_string(i));
-    }
-    if (d.shape().rank() > 1)
-      fail("Each record default should be at most rank 1");
-    if (d.num_elements() >= 2)
-      fail("There should only be 1 default per field but field " + std::to_string(i) +
-           " has " + std::to_string(d.num_elements()));
-    c.has_default = d.num_elements() == 1;
-    if (c.has_default) {
-      switch (c.type) {
-      case dtype::int32:
-        c.d_i32 = d.values<int32_t>()[0];
-        break;
-      case dtype::int64:
-        c.d_i64 = d.values<int64_t>()[0];
-        break;
-      case dtype::float32:
-        c.d_f32 = d.values<float>()[0];
-        break;
-      case dtype::float64:
-        c.d_f64 = d.values<double>()[0];
-        break;
-      default:
-        c.d_str = d.values<std::string>()[0];
-      }
-    }
-  }
+  std::vector<column> cols;
+  cols.reserve(ncols);
+  for (size_t i = 0; i < ncols; ++i)
+    cols.push_back(make_column(record_defaults[i], i));
 
   auto recs = records.values<std::string>();
   const size_t n = recs.size();
-  for (auto& c : cols) {
-    switch (c.type) {
-    case dtype::int32:
-      c.i32.resize(n);
-      break;
-    case dtype::int64:
-      c.i64.resize(n);
-      break;
-    case dtype::float32:
-      c.f32.resize(n);
-      break;
-    case dtype::float64:
-      c.f64.resize(n);
-      break;
-    default:
-      c.str.resize(n);
-    }
-  }
+  for (auto& c : cols)
+    std::visit([n](auto& col) { col.values.resize(n); }, c);
 
   const std::string_view na{na_value};
   splitter fields{field_delim[0], use_quote_delim, select_cols};
@@ -323,74 +330,26 @@ std::vector<tensor> decode_csv(const tensor& records,
       fail("Expect " + std::to_string(ncols) + " fields but have " +
            std::to_string(fields.size()) + " in record " + std::to_string(r));
     for (size_t f = 0; f < ncols; ++f) {
-      auto& c = cols[f];
       auto text = fields[f];
-      if (text.empty() || text == na) {
-        if (!c.has_default)
-          fail("Field " + std::to_string(f) + " is required but missing in record " +
-               std::to_string(r) + "!");
-        switch (c.type) {
-        case dtype::int32:
-          c.i32[r] = c.d_i32;
-          break;
-        case dtype::int64:
-          c.i64[r] = c.d_i64;
-          break;
-        case dtype::float32:
-          c.f32[r] = c.d_f32;
-          break;
-        case dtype::float64:
-          c.f64[r] = c.d_f64;
-          break;
-        default:
-          c.str[r] = c.d_str;
-        }
-        continue;
-      }
-      bool ok = true;
-      switch (c.type) {
-      case dtype::int32:
-        ok = parse_int(text, c.i32[r]);
-        break;
-      case dtype::int64:
-        ok = parse_int(text, c.i64[r]);
-        break;
-      case dtype::float32:
-        ok = parse_float(text, c.f32[r]);
-        break;
-      case dtype::float64:
-        ok = parse_float(text, c.f64[r]);
-        break;
-      default:
-        c.str[r].assign(text.data(), text.size());
-      }
-      if (!ok)
+      auto status = std::visit([&](auto& col) { return col.fill(text, na, r); }, cols[f]);
+      if (status == field_status::missing)
+        fail("Field " + std::to_string(f) + " is required but missing in record " +
+             std::to_string(r) + "!");
+      if (status == field_status::invalid)
         fail("Field " + std::to_string(f) + " in record " + std::to_string(r) +
-             " is not a valid " + type_word(c.type) + ": " + std::string(text));
+             " is not a valid " + type_word(type_of(cols[f])) + ": " + std::string(text));
     }
   }
 
   std::vector<tensor> out;
   out.reserve(ncols);
   const auto& shape = records.shape();
-  for (auto& c : cols) {
-    switch (c.type) {
-    case dtype::int32:
-      out.push_back(tensor::from_values(shape, std::move(c.i32)));
-      break;
-    case dtype::int64:
-      out.push_back(tensor::from_values(shape, std::move(c.i64)));
-      break;
-    case dtype::float32:
-      out.push_back(tensor::from_values(shape, std::move(c.f32)));
-      break;
-    case dtype::float64:
-      out.push_back(tensor::from_values(shape, std::move(c.f64)));
-      break;
-    default:
-      out.push_back(tensor::from_values(shape, std::move(c.str)));
-    }
-  }
+  for (auto& c : cols)
+    std::visit(
+        [&](auto& col) {
+          out.push_back(tensor::from_values(shape, std::move(col.values)));
+        },
+        c);
   return out;
 }
 

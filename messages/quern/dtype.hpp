@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,11 @@ enum class dtype : uint8_t {
   int64 = 9,
   boolean = 10,
 };
+
+/// Every dtype, in TensorFlow's numbering order.
+constexpr std::array<dtype, 7> all_dtypes{dtype::float32, dtype::float64, dtype::int32,
+                                          dtype::uint8,   dtype::string,  dtype::int64,
+                                          dtype::boolean};
 
 /// TensorFlow's `DataTypeString`: "float", "double", "int32", "uint8",
 /// "string", "int64", "bool".
@@ -67,5 +73,41 @@ struct dtype_of<std::string> {
 
 template <class T>
 constexpr dtype dtype_of_v = dtype_of<T>::value;
+
+/// A C++ value type as a value: what visit_dtype passes.
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+namespace detail {
+[[noreturn]] void throw_invalid_dtype(dtype t);
+} // namespace detail
+
+/// Calls `f(type_tag<T>{})` with the C++ value type T of `t` (float, double,
+/// int32_t, uint8_t, std::string, int64_t, bool) and returns its result:
+/// the one place that maps a dtype to a type, for code written once for
+/// every type. Throws invalid_argument_error for a value that is no dtype.
+///   auto bytes = visit_dtype(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+template <class F>
+decltype(auto) visit_dtype(dtype t, F&& f) {
+  switch (t) {
+  case dtype::float32:
+    return f(type_tag<float>{});
+  case dtype::float64:
+    return f(type_tag<double>{});
+  case dtype::int32:
+    return f(type_tag<int32_t>{});
+  case dtype::uint8:
+    return f(type_tag<uint8_t>{});
+  case dtype::string:
+    return f(type_tag<std::string>{});
+  case dtype::int64:
+    return f(type_tag<int64_t>{});
+  case dtype::boolean:
+    return f(type_tag<bool>{});
+  }
+  detail::throw_invalid_dtype(t);
+}
 
 } // namespace quern

@@ -1,5 +1,7 @@
 #include "quern/dtype.hpp"
 
+#include <type_traits>
+
 #include "quern/error.hpp"
 
 namespace quern {
@@ -25,22 +27,14 @@ const char* dtype_name(dtype t) {
 }
 
 bool is_valid_dtype(uint8_t raw) {
-  switch (static_cast<dtype>(raw)) {
-  case dtype::float32:
-  case dtype::float64:
-  case dtype::int32:
-  case dtype::uint8:
-  case dtype::string:
-  case dtype::int64:
-  case dtype::boolean:
-    return true;
-  }
+  for (auto t : all_dtypes)
+    if (static_cast<uint8_t>(t) == raw)
+      return true;
   return false;
 }
 
 dtype dtype_from_name(const std::string& name) {
-  for (auto t : {dtype::float32, dtype::float64, dtype::int32, dtype::uint8,
-                 dtype::string, dtype::int64, dtype::boolean})
+  for (auto t : all_dtypes)
     if (name == dtype_name(t))
       return t;
   if (name == "float32")
@@ -53,20 +47,14 @@ dtype dtype_from_name(const std::string& name) {
 }
 
 size_t dtype_size(dtype t) {
-  switch (t) {
-  case dtype::float32:
-  case dtype::int32:
-    return 4;
-  case dtype::float64:
-  case dtype::int64:
-    return 8;
-  case dtype::uint8:
-  case dtype::boolean:
-    return 1;
-  case dtype::string:
-    return 0;
-  }
-  return 0;
+  return visit_dtype(t, [](auto tag) -> size_t {
+    using T = typename decltype(tag)::type;
+    return std::is_same_v<T, std::string> ? 0 : sizeof(T);
+  });
+}
+
+void detail::throw_invalid_dtype(dtype t) {
+  throw invalid_argument_error("invalid dtype " + std::to_string(static_cast<int>(t)));
 }
 
 } // namespace quern

@@ -307,29 +307,9 @@ void print_values(std::ostream& os, const tensor& t, size_t max_values) {
 std::string tensor::to_string(size_t max_values) const {
   std::ostringstream os;
   os << dtype_name(type_) << shape_.to_string() << '{';
-  switch (type_) {
-  case dtype::float32:
-    print_values<float>(os, *this, max_values);
-    break;
-  case dtype::float64:
-    print_values<double>(os, *this, max_values);
-    break;
-  case dtype::int32:
-    print_values<int32_t>(os, *this, max_values);
-    break;
-  case dtype::int64:
-    print_values<int64_t>(os, *this, max_values);
-    break;
-  case dtype::uint8:
-    print_values<uint8_t>(os, *this, max_values);
-    break;
-  case dtype::boolean:
-    print_values<bool>(os, *this, max_values);
-    break;
-  case dtype::string:
-    print_values<std::string>(os, *this, max_values);
-    break;
-  }
+  visit_dtype(type_, [&](auto tag) {
+    print_values<typename decltype(tag)::type>(os, *this, max_values);
+  });
   os << '}';
   return os.str();
 }
