@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -272,8 +273,21 @@ using blocking_enqueue_fn = std::function<void(blocking_run&)>;
 struct enqueue_op {
   /// Used in worker names `<runner name>/<op name>`; empty: `op<index>`.
   std::string name;
-  async_enqueue_fn async;
-  blocking_enqueue_fn blocking;
+  /// What the worker runs: an async body (an event-based worker) or a
+  /// blocking one (a worker with a thread of its own).
+  std::variant<std::monostate, async_enqueue_fn, blocking_enqueue_fn> body;
+
+  /// Whether there is a function to run.
+  bool runnable() const {
+    return std::visit(
+        [](const auto& fn) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(fn)>, std::monostate>)
+            return false;
+          else
+            return static_cast<bool>(fn);
+        },
+        body);
+  }
 };
 
 /// An enqueue op for an event-based worker (thousands fit on two cores).

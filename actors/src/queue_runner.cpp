@@ -70,7 +70,7 @@ queue_runner::queue_runner(queue_actor queue, std::vector<enqueue_op> ops,
     : impl_(std::make_shared<impl>()) {
   bool ops_ok = !ops.empty();
   for (auto& op : ops)
-    if (!op.async && !op.blocking)
+    if (!op.runnable())
       ops_ok = false;
   if (!queue || !ops_ok)
     throw argument_error("Must provide queue and enqueue_ops.");

@@ -188,14 +188,14 @@ void blocking_run::emit(std::vector<element> rows) {
 enqueue_op async_op(async_enqueue_fn fn, std::string name) {
   enqueue_op op;
   op.name = std::move(name);
-  op.async = std::move(fn);
+  op.body = std::move(fn);
   return op;
 }
 
 enqueue_op blocking_op(blocking_enqueue_fn fn, std::string name) {
   enqueue_op op;
   op.name = std::move(name);
-  op.blocking = std::move(fn);
+  op.body = std::move(fn);
   return op;
 }
 

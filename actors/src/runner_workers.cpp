@@ -257,17 +257,18 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
 } // namespace
 
 caf::actor spawn_worker(caf::actor_system& sys, const enqueue_op& op, worker_settings s) {
-  if (op.async)
-    return sys.spawn(async_worker, op.async, std::move(s));
-  return sys.spawn<caf::detached>(blocking_worker, op.blocking, std::move(s));
+  if (auto fn = std::get_if<async_enqueue_fn>(&op.body))
+    return sys.spawn(async_worker, *fn, std::move(s));
+  return sys.spawn<caf::detached>(blocking_worker, std::get<blocking_enqueue_fn>(op.body),
+                                  std::move(s));
 }
 
 caf::actor spawn_monitored_worker(caf::local_actor* parent, const enqueue_op& op,
                                   worker_settings s) {
-  if (op.async)
-    return parent->spawn<caf::monitored>(async_worker, op.async, std::move(s));
-  return parent->spawn<caf::monitored + caf::detached>(blocking_worker, op.blocking,
-                                                       std::move(s));
+  if (auto fn = std::get_if<async_enqueue_fn>(&op.body))
+    return parent->spawn<caf::monitored>(async_worker, *fn, std::move(s));
+  return parent->spawn<caf::monitored + caf::detached>(
+      blocking_worker, std::get<blocking_enqueue_fn>(op.body), std::move(s));
 }
 
 } // namespace quern::detail

@@ -17,7 +17,7 @@ example_source::example_source(example_fn fn) : fn_(std::move(fn)) {
 }
 
 example_source::example_source(enqueue_op op) : op_(std::move(op)) {
-  if (!op_.async && !op_.blocking)
+  if (!op_.runnable())
     throw argument_error("example_source: empty enqueue op");
 }
 
