@@ -11,13 +11,13 @@
 
 namespace quern {
 
-example_source::example_source(example_fn fn) : fn_(std::move(fn)) {
-  if (!fn_)
+example_source::example_source(example_fn fn) : kind_(std::move(fn)) {
+  if (!std::get<example_fn>(kind_))
     throw argument_error("example_source: empty example function");
 }
 
-example_source::example_source(enqueue_op op) : op_(std::move(op)) {
-  if (!op_.runnable())
+example_source::example_source(enqueue_op op) : kind_(std::move(op)) {
+  if (!std::get<enqueue_op>(kind_).runnable())
     throw argument_error("example_source: empty enqueue op");
 }
 
@@ -27,10 +27,13 @@ example_source example_source::dequeue_from(queue_actor upstream,
     throw argument_error("example_source: invalid upstream queue");
   if (upstream_batch <= 0)
     throw argument_error("example_source: upstream_batch must be > 0");
-  example_source s;
-  s.upstream_ = std::move(upstream);
-  s.upstream_batch_ = upstream_batch;
-  return s;
+  return example_source{upstream_queue{std::move(upstream), upstream_batch}};
+}
+
+const example_fn& example_source::function() const noexcept {
+  static const example_fn none;
+  auto fn = std::get_if<example_fn>(&kind_);
+  return fn ? *fn : none;
 }
 
 example_source& example_source::with_signature(example_signature sig) {
@@ -112,17 +115,17 @@ void emit_kept(Run& run, const element& e, bool enqueue_many, const keep_fn& kee
 
 enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
                                    std::string name) const {
-  if (fn_) {
-    auto fn = fn_;
+  if (auto source = std::get_if<example_fn>(&kind_)) {
+    auto fn = *source;
     return blocking_op(
         [fn, enqueue_many, keep](blocking_run& run) {
           emit_kept(run, fn(), enqueue_many, keep);
         },
         std::move(name));
   }
-  if (upstream_) {
-    auto q = upstream_;
-    auto n = upstream_batch_;
+  if (auto source = std::get_if<upstream_queue>(&kind_)) {
+    auto q = source->queue;
+    auto n = source->batch;
     return async_op(
         [q, n, enqueue_many, keep](async_run& run) {
           auto on_element = [&run, enqueue_many, keep](element& e) {
@@ -139,7 +142,7 @@ enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
   if (keep)
     throw argument_error("keep_input needs an example function or an upstream "
                          "queue as the source, not an enqueue op");
-  auto op = op_;
+  auto op = std::get<enqueue_op>(kind_);
   if (op.name.empty())
     op.name = std::move(name);
   return op;

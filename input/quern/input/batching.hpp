@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "quern/element.hpp"
@@ -67,7 +68,7 @@ public:
   enqueue_op make_op(bool enqueue_many, const keep_fn& keep, std::string name) const;
 
   /// The blocking function of this source (empty for the other kinds).
-  const example_fn& function() const noexcept { return fn_; }
+  const example_fn& function() const noexcept;
 
   /// Declares what this source's results are (see example_signature).
   example_source& with_signature(example_signature sig);
@@ -76,11 +77,13 @@ public:
   }
 
 private:
-  example_source() = default;
-  example_fn fn_;
-  enqueue_op op_;
-  queue_actor upstream_;
-  int32_t upstream_batch_ = 0;
+  /// dequeue_from's queue and batch size.
+  struct upstream_queue {
+    queue_actor queue;
+    int32_t batch = 0;
+  };
+  explicit example_source(upstream_queue q) : kind_(std::move(q)) {}
+  std::variant<example_fn, enqueue_op, upstream_queue> kind_;
   std::optional<example_signature> signature_;
 };
 
