@@ -47,10 +47,10 @@ public:
     });
     return {
         [this](enqueue_atom, element& e, caf::timespan timeout) {
-          return enqueue(e, timeout);
+          return enqueue_element(e, timeout);
         },
         [this](enqueue_many_atom, element& batch, caf::timespan timeout) {
-          return enqueue_many(batch, timeout);
+          return enqueue_batch(batch, timeout);
         },
         [this](dequeue_atom, caf::timespan timeout) {
           auto rp = make_response_promise<element>();
@@ -102,7 +102,8 @@ public:
   }
 
 private:
-  caf::typed_response_promise<int32_t> enqueue(element& e, caf::timespan timeout) {
+  caf::typed_response_promise<int32_t> enqueue_element(element& e,
+                                                       caf::timespan timeout) {
     auto rp = make_response_promise<int32_t>();
     try {
       validate_enqueue(core_.spec(), e);
@@ -117,8 +118,8 @@ private:
     return rp;
   }
 
-  caf::typed_response_promise<int32_t> enqueue_many(element& batch,
-                                                    caf::timespan timeout) {
+  caf::typed_response_promise<int32_t> enqueue_batch(element& batch,
+                                                     caf::timespan timeout) {
     auto rp = make_response_promise<int32_t>();
     int64_t rows = 0;
     try {

@@ -19,41 +19,37 @@ void to_proto(const summary_value& x, pb::Summary::Value& v) {
     md->set_display_name(x.display_name);
     md->set_summary_description(x.description);
   }
-  switch (x.kind) {
-  case summary_kind::scalar:
-    v.set_simple_value(x.simple_value);
-    break;
-  case summary_kind::histogram: {
-    auto* h = v.mutable_histo();
-    h->set_min(x.histo.min);
-    h->set_max(x.histo.max);
-    h->set_num(x.histo.num);
-    h->set_sum(x.histo.sum);
-    h->set_sum_squares(x.histo.sum_squares);
-    h->mutable_bucket_limit()->Add(x.histo.bucket_limit.begin(),
-                                   x.histo.bucket_limit.end());
-    h->mutable_bucket()->Add(x.histo.bucket.begin(), x.histo.bucket.end());
-    break;
-  }
-  case summary_kind::image: {
-    auto* img = v.mutable_image();
-    img->set_height(x.image.height);
-    img->set_width(x.image.width);
-    img->set_colorspace(x.image.colorspace);
-    img->set_encoded_image_string(x.image.encoded);
-    break;
-  }
-  case summary_kind::tensor: {
-    auto* t = v.mutable_tensor();
-    t->set_dtype(pb::DT_STRING);
-    auto* shape = t->mutable_tensor_shape(); // present even for a scalar (SW-42)
-    for (auto d : x.shape)
-      shape->add_dim()->set_size(d);
-    for (auto& s : x.strings)
-      t->add_string_val(s);
-    break;
-  }
-  }
+  struct encode {
+    pb::Summary::Value& v;
+    void operator()(float simple_value) { v.set_simple_value(simple_value); }
+    void operator()(const histogram_data& x) {
+      auto* h = v.mutable_histo();
+      h->set_min(x.min);
+      h->set_max(x.max);
+      h->set_num(x.num);
+      h->set_sum(x.sum);
+      h->set_sum_squares(x.sum_squares);
+      h->mutable_bucket_limit()->Add(x.bucket_limit.begin(), x.bucket_limit.end());
+      h->mutable_bucket()->Add(x.bucket.begin(), x.bucket.end());
+    }
+    void operator()(const image_data& x) {
+      auto* img = v.mutable_image();
+      img->set_height(x.height);
+      img->set_width(x.width);
+      img->set_colorspace(x.colorspace);
+      img->set_encoded_image_string(x.encoded);
+    }
+    void operator()(const text_tensor& x) {
+      auto* t = v.mutable_tensor();
+      t->set_dtype(pb::DT_STRING);
+      auto* shape = t->mutable_tensor_shape(); // present even for a scalar (SW-42)
+      for (auto d : x.shape)
+        shape->add_dim()->set_size(d);
+      for (auto& s : x.strings)
+        t->add_string_val(s);
+    }
+  };
+  caf::visit(encode{v}, x.value);
 }
 
 void to_proto(const summary_event& x, pb::Event& ev) {
@@ -111,38 +107,42 @@ summary_value from_proto(const pb::Summary::Value& v) {
   }
   switch (v.value_case()) {
   case pb::Summary::Value::kSimpleValue:
-    x.kind = summary_kind::scalar;
-    x.simple_value = v.simple_value();
+    x.value = v.simple_value();
     break;
   case pb::Summary::Value::kHisto: {
-    x.kind = summary_kind::histogram;
     auto& h = v.histo();
-    x.histo.min = h.min();
-    x.histo.max = h.max();
-    x.histo.num = h.num();
-    x.histo.sum = h.sum();
-    x.histo.sum_squares = h.sum_squares();
-    x.histo.bucket_limit.assign(h.bucket_limit().begin(), h.bucket_limit().end());
-    x.histo.bucket.assign(h.bucket().begin(), h.bucket().end());
+    histogram_data d;
+    d.min = h.min();
+    d.max = h.max();
+    d.num = h.num();
+    d.sum = h.sum();
+    d.sum_squares = h.sum_squares();
+    d.bucket_limit.assign(h.bucket_limit().begin(), h.bucket_limit().end());
+    d.bucket.assign(h.bucket().begin(), h.bucket().end());
+    x.value = std::move(d);
     break;
   }
-  case pb::Summary::Value::kImage:
-    x.kind = summary_kind::image;
-    x.image.height = v.image().height();
-    x.image.width = v.image().width();
-    x.image.colorspace = v.image().colorspace();
-    x.image.encoded = v.image().encoded_image_string();
+  case pb::Summary::Value::kImage: {
+    image_data d;
+    d.height = v.image().height();
+    d.width = v.image().width();
+    d.colorspace = v.image().colorspace();
+    d.encoded = v.image().encoded_image_string();
+    x.value = std::move(d);
     break;
-  case pb::Summary::Value::kTensor:
-    x.kind = summary_kind::tensor;
-    for (auto& d : v.tensor().tensor_shape().dim())
-      x.shape.push_back(d.size());
-    x.strings.assign(v.tensor().string_val().begin(), v.tensor().string_val().end());
+  }
+  case pb::Summary::Value::kTensor: {
+    text_tensor d;
+    for (auto& dim : v.tensor().tensor_shape().dim())
+      d.shape.push_back(dim.size());
+    d.strings.assign(v.tensor().string_val().begin(), v.tensor().string_val().end());
+    x.value = std::move(d);
     break;
+  }
   default:
     // Audio and old-style histograms are not modelled: kept as a tensor
     // value without strings so that the tag still shows up.
-    x.kind = summary_kind::tensor;
+    x.value = text_tensor{};
     break;
   }
   return x;
@@ -379,11 +379,16 @@ size_t encoded_size_bound(const summary_event& ev) {
   size_t n = 64 + bound_of(ev.data) + bound_of(ev.text);
   for (auto& v : ev.values) {
     n += 64 + bound_of(v.tag) + bound_of(v.plugin_name) + bound_of(v.plugin_content) +
-         bound_of(v.display_name) + bound_of(v.description) + bound_of(v.image.encoded);
-    n += (v.histo.bucket_limit.size() + v.histo.bucket.size()) * 9 + 64;
-    for (auto& x : v.strings)
-      n += bound_of(x);
-    n += v.shape.size() * 12;
+         bound_of(v.display_name) + bound_of(v.description);
+    if (auto img = caf::get_if<image_data>(&v.value))
+      n += bound_of(img->encoded);
+    if (auto h = caf::get_if<histogram_data>(&v.value))
+      n += (h->bucket_limit.size() + h->bucket.size()) * 9 + 64;
+    if (auto t = caf::get_if<text_tensor>(&v.value)) {
+      for (auto& s : t->strings)
+        n += bound_of(s);
+      n += t->shape.size() * 12;
+    }
   }
   return n;
 }

@@ -47,8 +47,7 @@ summary_event session_log_event(session_status status, std::string checkpoint_pa
 summary_value scalar_value(std::string tag, double value) {
   summary_value v;
   v.tag = std::move(tag);
-  v.kind = summary_kind::scalar;
-  v.simple_value = static_cast<float>(value);
+  v.value = static_cast<float>(value);
   return v;
 }
 
@@ -121,8 +120,7 @@ summary_value histogram_value(std::string tag, const std::vector<double>& values
   }
   summary_value v;
   v.tag = std::move(tag);
-  v.kind = summary_kind::histogram;
-  v.histo = make_histogram(values);
+  v.value = make_histogram(values);
   return v;
 }
 
@@ -145,9 +143,7 @@ summary_value text_value(std::string tag, std::vector<std::string> strings,
                                  std::to_string(strings.size()));
   summary_value v;
   v.tag = std::move(tag);
-  v.kind = summary_kind::tensor;
-  v.strings = std::move(strings);
-  v.shape = std::move(shape);
+  v.value = text_tensor{std::move(strings), std::move(shape)};
   v.plugin_name = "text";
   v.plugin_content = "{}";
   return v;
@@ -157,11 +153,7 @@ summary_value image_value(std::string tag, std::string encoded, int32_t height,
                           int32_t width, int32_t colorspace) {
   summary_value v;
   v.tag = std::move(tag);
-  v.kind = summary_kind::image;
-  v.image.height = height;
-  v.image.width = width;
-  v.image.colorspace = colorspace;
-  v.image.encoded = std::move(encoded);
+  v.value = image_data{height, width, colorspace, std::move(encoded)};
   return v;
 }
 

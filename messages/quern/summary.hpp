@@ -10,9 +10,12 @@
 #include <vector>
 
 #include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
+#include <caf/variant.hpp>
 
 #include "quern/atoms.hpp"
 
@@ -35,7 +38,8 @@ using writer_status_atom = caf::atom_constant<caf::atom("sw_status")>;
 using writer_tick_atom = caf::atom_constant<caf::atom("sw_tick")>;
 // close() uses quern::close_atom (atoms.hpp).
 
-/// Which member of Summary.Value's `value` oneof is set (SW-32).
+/// Which member of Summary.Value's `value` oneof is set (SW-32), in the
+/// order of summary_value::value's alternatives.
 enum class summary_kind : uint8_t {
   scalar = 0,    // simple_value
   histogram = 1, // histo
@@ -75,26 +79,54 @@ struct image_data {
   }
 };
 
-/// One Summary.Value: a tag, optional metadata and one value of `kind`.
-/// Only the member that matches `kind` is encoded.
-struct summary_value {
-  std::string tag;
-  summary_kind kind = summary_kind::scalar;
-  /// kind == scalar: simple_value (TensorFlow converts to float32, SW-40).
-  float simple_value = 0;
-  /// kind == histogram.
-  histogram_data histo;
-  /// kind == image.
-  image_data image;
-  /// kind == tensor: a DT_STRING TensorProto with these string_val entries
-  /// and this shape (empty shape = scalar), SW-42.
+/// Summary.Value.tensor as quern writes it (SW-42): a DT_STRING TensorProto
+/// with these string_val entries and this shape (empty shape = scalar), what
+/// TensorBoard's text plugin reads.
+struct text_tensor {
   std::vector<std::string> strings;
   std::vector<int64_t> shape;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, text_tensor& x) {
+    return f(caf::meta::type_name("quern::text_tensor"), x.strings, x.shape);
+  }
+};
+
+namespace detail {
+
+/// A summary value's `value` as it travels: its kind and the members of
+/// every kind (those of other kinds empty). caf::variant's own inspect
+/// throws on a type tag it does not know (CAF 0.17), which would let a
+/// corrupt message end the process; read this way, it is an error.
+struct summary_value_wire {
+  uint8_t kind = 0;
+  float simple_value = 0;
+  histogram_data histo;
+  image_data image;
+  text_tensor text;
+};
+
+summary_value_wire
+to_wire(const caf::variant<float, histogram_data, image_data, text_tensor>& value);
+caf::error from_wire(summary_value_wire&& w,
+                     caf::variant<float, histogram_data, image_data, text_tensor>& value);
+
+} // namespace detail
+
+/// One Summary.Value: a tag, optional metadata and one value.
+struct summary_value {
+  std::string tag;
+  /// Summary.Value's `value` oneof (SW-32), in summary_kind's order:
+  /// simple_value (TensorFlow converts to float32, SW-40), histo, image,
+  /// tensor.
+  caf::variant<float, histogram_data, image_data, text_tensor> value;
   /// SummaryMetadata (SW-32); written only when one of them is non-empty.
   std::string plugin_name;
   std::string plugin_content;
   std::string display_name;
   std::string description;
+
+  summary_kind kind() const { return static_cast<summary_kind>(value.index()); }
 
   bool has_metadata() const {
     return !plugin_name.empty() || !plugin_content.empty() || !display_name.empty() ||
@@ -103,9 +135,20 @@ struct summary_value {
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, summary_value& x) {
-    return f(caf::meta::type_name("quern::summary_value"), x.tag, x.kind, x.simple_value,
-             x.histo, x.image, x.strings, x.shape, x.plugin_name, x.plugin_content,
-             x.display_name, x.description);
+    auto name = caf::meta::type_name("quern::summary_value");
+    if constexpr (Inspector::reads_state) {
+      auto w = detail::to_wire(x.value);
+      return f(name, x.tag, w.kind, w.simple_value, w.histo, w.image, w.text,
+               x.plugin_name, x.plugin_content, x.display_name, x.description);
+    } else {
+      detail::summary_value_wire w;
+      auto load = [&]() -> caf::error {
+        return detail::from_wire(std::move(w), x.value);
+      };
+      return f(name, x.tag, w.kind, w.simple_value, w.histo, w.image, w.text,
+               x.plugin_name, x.plugin_content, x.display_name, x.description,
+               caf::meta::load_callback(load));
+    }
   }
 };
 

@@ -1,13 +1,51 @@
 #include <caf/actor_system_config.hpp>
 
 #include "quern/detail/registration.hpp"
+#include "quern/error.hpp"
 #include "quern/summary.hpp"
 
 namespace quern::detail {
 
+summary_value_wire
+to_wire(const caf::variant<float, histogram_data, image_data, text_tensor>& value) {
+  summary_value_wire w;
+  w.kind = static_cast<uint8_t>(value.index());
+  struct fill {
+    summary_value_wire& w;
+    void operator()(float x) { w.simple_value = x; }
+    void operator()(const histogram_data& x) { w.histo = x; }
+    void operator()(const image_data& x) { w.image = x; }
+    void operator()(const text_tensor& x) { w.text = x; }
+  };
+  caf::visit(fill{w}, value);
+  return w;
+}
+
+caf::error
+from_wire(summary_value_wire&& w,
+          caf::variant<float, histogram_data, image_data, text_tensor>& value) {
+  switch (static_cast<summary_kind>(w.kind)) {
+  case summary_kind::scalar:
+    value = w.simple_value;
+    return caf::none;
+  case summary_kind::histogram:
+    value = std::move(w.histo);
+    return caf::none;
+  case summary_kind::image:
+    value = std::move(w.image);
+    return caf::none;
+  case summary_kind::tensor:
+    value = std::move(w.text);
+    return caf::none;
+  }
+  return make_error(error_code::invalid_argument,
+                    "corrupt summary value: unknown kind " + std::to_string(w.kind));
+}
+
 void add_summary_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<histogram_data>("quern::histogram_data");
   cfg.add_message_type<image_data>("quern::image_data");
+  cfg.add_message_type<text_tensor>("quern::text_tensor");
   cfg.add_message_type<summary_value>("quern::summary_value");
   cfg.add_message_type<std::vector<summary_value>>("std::vector<quern::summary_value>");
   cfg.add_message_type<summary_event>("quern::summary_event");

@@ -64,19 +64,35 @@ bool same_doubles(const std::vector<double>& a, const std::vector<double>& b) {
   return true;
 }
 
+/// Whether two values of the same alternative are the same, bit for bit
+/// where floating point is concerned.
+struct same_alternative {
+  bool operator()(float a, float b) const { return same_scalar(a, b); }
+  bool operator()(const quern::histogram_data& a, const quern::histogram_data& b) const {
+    return same_scalar(a.min, b.min) && same_scalar(a.max, b.max) &&
+           same_scalar(a.num, b.num) && same_scalar(a.sum, b.sum) &&
+           same_scalar(a.sum_squares, b.sum_squares) &&
+           same_doubles(a.bucket_limit, b.bucket_limit) &&
+           same_doubles(a.bucket, b.bucket);
+  }
+  bool operator()(const quern::image_data& a, const quern::image_data& b) const {
+    return a.height == b.height && a.width == b.width && a.colorspace == b.colorspace &&
+           a.encoded == b.encoded;
+  }
+  bool operator()(const quern::text_tensor& a, const quern::text_tensor& b) const {
+    return a.strings == b.strings && a.shape == b.shape;
+  }
+  template <class A, class B>
+  bool operator()(const A&, const B&) const {
+    return false; // different kinds
+  }
+};
+
 bool same_value(const quern::summary_value& a, const quern::summary_value& b) {
-  return a.tag == b.tag && a.kind == b.kind &&
-         same_scalar(a.simple_value, b.simple_value) &&
-         same_scalar(a.histo.min, b.histo.min) && same_scalar(a.histo.max, b.histo.max) &&
-         same_scalar(a.histo.num, b.histo.num) && same_scalar(a.histo.sum, b.histo.sum) &&
-         same_scalar(a.histo.sum_squares, b.histo.sum_squares) &&
-         same_doubles(a.histo.bucket_limit, b.histo.bucket_limit) &&
-         same_doubles(a.histo.bucket, b.histo.bucket) &&
-         a.image.height == b.image.height && a.image.width == b.image.width &&
-         a.image.colorspace == b.image.colorspace && a.image.encoded == b.image.encoded &&
-         a.strings == b.strings && a.shape == b.shape && a.plugin_name == b.plugin_name &&
-         a.plugin_content == b.plugin_content && a.display_name == b.display_name &&
-         a.description == b.description;
+  return a.tag == b.tag && a.kind() == b.kind() &&
+         caf::visit(same_alternative{}, a.value, b.value) &&
+         a.plugin_name == b.plugin_name && a.plugin_content == b.plugin_content &&
+         a.display_name == b.display_name && a.description == b.description;
 }
 
 bool same_event(const quern::summary_event& a, const quern::summary_event& b) {
@@ -88,33 +104,6 @@ bool same_event(const quern::summary_event& a, const quern::summary_event& b) {
     if (!same_value(a.values[i], b.values[i]))
       return false;
   return true;
-}
-
-/// What of `v` its encoding keeps: the members of its kind and the metadata.
-quern::summary_value normalized(const quern::summary_value& v) {
-  quern::summary_value x;
-  x.tag = v.tag;
-  x.kind = v.kind;
-  x.plugin_name = v.plugin_name;
-  x.plugin_content = v.plugin_content;
-  x.display_name = v.display_name;
-  x.description = v.description;
-  switch (v.kind) {
-  case quern::summary_kind::scalar:
-    x.simple_value = v.simple_value;
-    break;
-  case quern::summary_kind::histogram:
-    x.histo = v.histo;
-    break;
-  case quern::summary_kind::image:
-    x.image = v.image;
-    break;
-  case quern::summary_kind::tensor:
-    x.strings = v.strings;
-    x.shape = v.shape;
-    break;
-  }
-  return x;
 }
 
 /// What of `ev` its encoding keeps (summary.hpp: only the members that match
@@ -133,8 +122,7 @@ quern::summary_event normalized(const quern::summary_event& ev) {
     x.data = ev.data;
     break;
   case quern::event_kind::summary:
-    for (auto& v : ev.values)
-      x.values.push_back(normalized(v));
+    x.values = ev.values; // a value holds only its kind's members
     break;
   case quern::event_kind::log_message:
     x.data = ev.data;
@@ -160,7 +148,7 @@ using quern::fuzz::input;
 quern::summary_value describe_value(input& in) {
   quern::summary_value v;
   v.tag = in.str(31);
-  v.kind = static_cast<quern::summary_kind>(in.u8() % 4);
+  auto kind = static_cast<quern::summary_kind>(in.u8() % 4);
   auto meta = in.u8();
   if (meta & 1)
     v.plugin_name = in.str(31);
@@ -170,36 +158,45 @@ quern::summary_value describe_value(input& in) {
     v.display_name = in.str(31);
   if (meta & 8)
     v.description = in.str(31);
-  v.simple_value = in.raw<float>();
-  switch (v.kind) {
+  // Read whatever the kind, as the input's layout has always been.
+  auto simple_value = in.raw<float>();
+  switch (kind) {
   case quern::summary_kind::scalar:
+    v.value = simple_value;
     break;
   case quern::summary_kind::histogram: {
-    v.histo.min = in.raw<double>();
-    v.histo.max = in.raw<double>();
-    v.histo.num = in.raw<double>();
-    v.histo.sum = in.raw<double>();
-    v.histo.sum_squares = in.raw<double>();
+    quern::histogram_data h;
+    h.min = in.raw<double>();
+    h.max = in.raw<double>();
+    h.num = in.raw<double>();
+    h.sum = in.raw<double>();
+    h.sum_squares = in.raw<double>();
     size_t n = in.u8() % 8u;
     for (size_t i = 0; i < n; ++i) {
-      v.histo.bucket_limit.push_back(in.raw<double>());
-      v.histo.bucket.push_back(in.raw<double>());
+      h.bucket_limit.push_back(in.raw<double>());
+      h.bucket.push_back(in.raw<double>());
     }
+    v.value = std::move(h);
     break;
   }
-  case quern::summary_kind::image:
-    v.image.height = in.raw<int32_t>();
-    v.image.width = in.raw<int32_t>();
-    v.image.colorspace = in.raw<int32_t>();
-    v.image.encoded = in.str(31);
+  case quern::summary_kind::image: {
+    quern::image_data img;
+    img.height = in.raw<int32_t>();
+    img.width = in.raw<int32_t>();
+    img.colorspace = in.raw<int32_t>();
+    img.encoded = in.str(31);
+    v.value = std::move(img);
     break;
+  }
   case quern::summary_kind::tensor: {
+    quern::text_tensor t;
     size_t rank = in.u8() % 4u;
     for (size_t i = 0; i < rank; ++i)
-      v.shape.push_back(in.raw<int64_t>());
+      t.shape.push_back(in.raw<int64_t>());
     size_t n = in.u8() % 4u;
     for (size_t i = 0; i < n; ++i)
-      v.strings.push_back(in.str(31));
+      t.strings.push_back(in.str(31));
+    v.value = std::move(t);
     break;
   }
   }
@@ -269,10 +266,11 @@ void check_described(input& in) {
   PROMISE(same_event(*back, normalized(ev)));
   PROMISE(quern::encode_event(*back) == bytes);
   if (ev.what == quern::event_kind::summary && ev.values.size() == 1 &&
-      ev.values[0].kind == quern::summary_kind::scalar && !ev.values[0].has_metadata()) {
+      ev.values[0].kind() == quern::summary_kind::scalar &&
+      !ev.values[0].has_metadata()) {
     // The fast path encodes a scalar event to the same bytes.
     quern::scalar_event s{ev.wall_time, ev.step, ev.values[0].tag,
-                          ev.values[0].simple_value};
+                          caf::get<float>(ev.values[0].value)};
     PROMISE(quern::encode_event(s) == bytes);
     PROMISE(!quern::check_strings(s));
     PROMISE(quern::encoded_size_bound(s) >= bytes.size());
@@ -296,21 +294,17 @@ void write_seeds(const std::string& dir) {
   ev.step = 3;
   summary_value scalar;
   scalar.tag = "loss";
-  scalar.simple_value = 0.5f;
+  scalar.value = 0.5f;
   summary_value histo;
   histo.tag = "w";
-  histo.kind = summary_kind::histogram;
-  histo.histo = {-1, 1, 10, 0, 4, {-0.5, 0, 1}, {3, 4, 3}};
+  histo.value = histogram_data{-1, 1, 10, 0, 4, {-0.5, 0, 1}, {3, 4, 3}};
   histo.plugin_name = "histograms";
   summary_value image;
   image.tag = "img";
-  image.kind = summary_kind::image;
-  image.image = {2, 2, 3, "\x89PNG\r\n"};
+  image.value = image_data{2, 2, 3, "\x89PNG\r\n"};
   summary_value text;
   text.tag = "notes";
-  text.kind = summary_kind::tensor;
-  text.strings = {"hello", "w\xc3\xb6rld"};
-  text.shape = {2};
+  text.value = text_tensor{{"hello", "w\xc3\xb6rld"}, {2}};
   text.plugin_name = "text";
   text.display_name = "Notes";
   text.description = "free text";

@@ -264,8 +264,7 @@ void write_seeds(const std::string& dir) {
   write_seed(dir, 9, "image", image_data{2, 3, 1, "\x89PNG"});
   summary_value v;
   v.tag = "loss";
-  v.kind = summary_kind::histogram;
-  v.histo = h;
+  v.value = h;
   v.plugin_name = "histograms";
   write_seed(dir, 10, "summary_value", v);
   write_seed(dir, 11, "summary_values", std::vector<summary_value>{v, v});

@@ -252,8 +252,7 @@ void write_seeds(const std::string& dir) {
   ev.step = 2;
   quern::summary_value v;
   v.tag = "weights";
-  v.kind = quern::summary_kind::histogram;
-  v.histo = {0, 1, 4, 2, 1.5, {0.5, 1}, {2, 2}};
+  v.value = quern::histogram_data{0, 1, 4, 2, 1.5, {0.5, 1}, {2, 2}};
   ev.values = {v};
   encoder.append_event(file, ev);
   write_seed(dir, "event_file", std::string(1, '\0') + file);

@@ -140,8 +140,8 @@ TEST_CASE("a writer killed at a random moment leaves a readable file with every 
     long out_of_order = 0;
     for (auto& ev : c.events)
       for (auto& v : ev.values)
-        if (v.kind == summary_kind::scalar) {
-          if (ev.step != expect || v.simple_value != static_cast<float>(expect))
+        if (auto x = caf::get_if<float>(&v.value)) {
+          if (ev.step != expect || *x != static_cast<float>(expect))
             ++out_of_order;
           ++expect;
         }

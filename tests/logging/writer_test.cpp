@@ -60,7 +60,7 @@ std::vector<std::pair<std::string, int64_t>> scalars_of(const event_file_content
   for (auto& ev : c.events)
     if (ev.what == event_kind::summary)
       for (auto& v : ev.values)
-        if (v.kind == summary_kind::scalar)
+        if (v.kind() == summary_kind::scalar)
           result.emplace_back(v.tag, ev.step);
   return result;
 }
@@ -144,7 +144,7 @@ TEST_CASE("SW-10 SW-12 file name and first record", "[SW-10][SW-12][writer]") {
     CHECK(test::to_hex(bytes.substr(0, first.size())) == test::to_hex(first));
     CHECK(c.events[1].step == 3);
     CHECK(c.events[1].values.at(0).tag == "loss");
-    CHECK(c.events[1].values.at(0).simple_value == 1.5f);
+    CHECK(caf::get<float>(c.events[1].values.at(0).value) == 1.5f);
     CHECK(c.events[1].wall_time >= static_cast<double>(before));
   }
 }
@@ -209,23 +209,25 @@ TEST_CASE("SW-6 SW-7 every value kind round-trips writer to reader", "[SW-7][wri
   REQUIRE(c.events.size() == 10);
   CHECK(c.events[0].what == event_kind::file_version);
   auto& s = c.events[1];
-  CHECK(s.values.at(0).simple_value == 0.5f);
+  CHECK(caf::get<float>(s.values.at(0).value) == 0.5f);
   auto& h = c.events[2].values.at(0);
-  CHECK(h.kind == summary_kind::histogram);
-  CHECK(h.histo.num == 3);
-  CHECK(h.histo.sum == 5);
-  CHECK(h.histo.bucket_limit == make_histogram({1.0, 2.0, 2.0}).bucket_limit);
+  CHECK(h.kind() == summary_kind::histogram);
+  CHECK(caf::get<histogram_data>(h.value).num == 3);
+  CHECK(caf::get<histogram_data>(h.value).sum == 5);
+  CHECK(caf::get<histogram_data>(h.value).bucket_limit ==
+        make_histogram({1.0, 2.0, 2.0}).bucket_limit);
   auto& t = c.events[3].values.at(0);
-  CHECK(t.kind == summary_kind::tensor);
-  CHECK(t.strings == std::vector<std::string>{"hello"});
+  CHECK(t.kind() == summary_kind::tensor);
+  CHECK(caf::get<text_tensor>(t.value).strings == std::vector<std::string>{"hello"});
   CHECK(t.plugin_name == "text");
   CHECK(t.plugin_content == "{}");
   auto& i = c.events[4].values.at(0);
-  CHECK(i.kind == summary_kind::image);
-  CHECK(i.image.width == 2);
-  CHECK(i.image.height == 3);
-  CHECK(i.image.colorspace == 3);
-  CHECK(i.image.encoded == png);
+  CHECK(i.kind() == summary_kind::image);
+  auto& img = caf::get<image_data>(i.value);
+  CHECK(img.width == 2);
+  CHECK(img.height == 3);
+  CHECK(img.colorspace == 3);
+  CHECK(img.encoded == png);
   CHECK(c.events[5].values.size() == 2);
   CHECK(c.events[5].values[0].display_name == "M");
   CHECK(c.events[6].values.at(0).display_name.empty()); // metadata dropped
@@ -235,7 +237,7 @@ TEST_CASE("SW-6 SW-7 every value kind round-trips writer to reader", "[SW-7][wri
   CHECK(c.events[7].data == "bad");
   CHECK(c.events[8].what == event_kind::session_log);
   CHECK(c.events[8].code == 1);
-  CHECK(c.events[9].values.at(0).simple_value == -0.5f);
+  CHECK(caf::get<float>(c.events[9].values.at(0).value) == -0.5f);
   CHECK(c.events[8].wall_time == 0.0); // add_event: as is, no stamp
   for (size_t k = 1; k < c.events.size(); ++k)
     if (k != 7 && k != 8)

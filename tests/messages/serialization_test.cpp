@@ -7,6 +7,7 @@
 #include "quern/error.hpp"
 #include "quern/messages.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/summary.hpp"
 
 using namespace quern;
 
@@ -82,6 +83,43 @@ TEST_CASE("a corrupt tensor on the wire is refused with a named error",
   REQUIRE(err);
   CHECK(is(err, error_code::invalid_argument));
   CHECK(message_of(err) == "corrupt tensor: 3 bytes for 2 values of dtype int64");
+}
+
+TEST_CASE("summary values of every kind round-trip, and a corrupt kind is an error",
+          "[serialization]") {
+  summary_value scalar;
+  scalar.tag = "loss";
+  scalar.value = 0.25f;
+  summary_value histo;
+  histo.tag = "w";
+  histo.value = histogram_data{-1, 1, 3, 0.5, 2, {0, 1}, {1, 2}};
+  summary_value image;
+  image.tag = "img";
+  image.value = image_data{2, 3, 4, "PNG"};
+  summary_value text;
+  text.tag = "notes";
+  text.value = text_tensor{{"a", "b"}, {2}};
+  text.plugin_name = "text";
+  auto back = round_trip(std::vector<summary_value>{scalar, histo, image, text});
+  REQUIRE(back.size() == 4);
+  CHECK(caf::get<float>(back[0].value) == 0.25f);
+  CHECK(caf::get<histogram_data>(back[1].value).bucket == std::vector<double>{1, 2});
+  CHECK(caf::get<image_data>(back[2].value).encoded == "PNG");
+  CHECK(caf::get<text_tensor>(back[3].value).strings ==
+        std::vector<std::string>{"a", "b"});
+  CHECK(back[3].plugin_name == "text");
+  // The kind byte follows the tag: 1 byte of length, 4 of "loss".
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  REQUIRE_FALSE(sink(scalar));
+  REQUIRE(buf.at(5) == 0);
+  buf[5] = 9;
+  summary_value v;
+  caf::binary_deserializer source{nullptr, buf};
+  auto err = source(v);
+  REQUIRE(err);
+  CHECK(is(err, error_code::invalid_argument));
+  CHECK(message_of(err) == "corrupt summary value: unknown kind 9");
 }
 
 TEST_CASE("errors keep their readable message", "[error]") {

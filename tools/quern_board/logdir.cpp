@@ -71,11 +71,13 @@ run_report make_run_report(const std::string& run,
         if (!sel.wants_tag(v.tag))
           continue;
         auto& st = rep.tags[v.tag];
-        double value = v.kind == summary_kind::scalar      ? v.simple_value
-                       : v.kind == summary_kind::histogram ? v.histo.num
-                                                           : 0.0;
+        double value = 0.0;
+        if (auto x = caf::get_if<float>(&v.value))
+          value = *x;
+        else if (auto h = caf::get_if<histogram_data>(&v.value))
+          value = h->num;
         if (st.count == 0) {
-          st.kind = v.kind;
+          st.kind = v.kind();
           st.min_step = st.max_step = st.first_step = ev.step;
           st.first_value = value;
         } else if (ev.step < st.last_step) {
@@ -90,26 +92,29 @@ run_report make_run_report(const std::string& run,
         st.last_value = value;
         if (!keep_values)
           continue;
-        switch (v.kind) {
-        case summary_kind::scalar: {
-          auto it = rep.scalars.try_emplace(v.tag).first;
-          auto& s = it->second;
-          rep.scalar_order.emplace_back(&it->first, s.steps.size());
-          s.steps.push_back(ev.step);
-          s.walls.push_back(ev.wall_time);
-          s.values.push_back(v.simple_value);
-          break;
-        }
-        case summary_kind::histogram:
-          rep.histograms[v.tag].push_back({ev.step, ev.wall_time, v.histo});
-          break;
-        case summary_kind::image:
-          rep.images[v.tag].push_back({ev.step, ev.wall_time, v.image});
-          break;
-        case summary_kind::tensor:
-          rep.texts[v.tag].push_back({ev.step, ev.wall_time, join_strings(v.strings)});
-          break;
-        }
+        struct keep {
+          run_report& rep;
+          const summary_event& ev;
+          const std::string& tag;
+          void operator()(float x) {
+            auto it = rep.scalars.try_emplace(tag).first;
+            auto& s = it->second;
+            rep.scalar_order.emplace_back(&it->first, s.steps.size());
+            s.steps.push_back(ev.step);
+            s.walls.push_back(ev.wall_time);
+            s.values.push_back(x);
+          }
+          void operator()(const histogram_data& h) {
+            rep.histograms[tag].push_back({ev.step, ev.wall_time, h});
+          }
+          void operator()(const image_data& img) {
+            rep.images[tag].push_back({ev.step, ev.wall_time, img});
+          }
+          void operator()(const text_tensor& t) {
+            rep.texts[tag].push_back({ev.step, ev.wall_time, join_strings(t.strings)});
+          }
+        };
+        caf::visit(keep{rep, ev, v.tag}, v.value);
       }
     }
     if (f.error)
