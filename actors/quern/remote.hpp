@@ -53,10 +53,37 @@ std::string wire_identifier();
 /// Call it before the actor system is made.
 void enable_remoting(caf::actor_system_config& cfg);
 
-/// quern::config with enable_remoting applied.
+/// This node's TLS identity and whom it trusts. All of certificate, key and
+/// ca_file are required: peers authenticate each other (mutual TLS), and a
+/// peer is admitted only with a certificate signed by a CA of `ca_file`.
+/// CAF checks no host name: the CA is the identity, so give a deployment a
+/// CA of its own.
+struct tls_options {
+  /// PEM certificate (chain) this node presents (openssl.certificate).
+  std::string certificate;
+  /// PEM private key of `certificate` (openssl.key).
+  std::string key;
+  /// The key's passphrase if it is encrypted (openssl.passphrase).
+  std::string passphrase;
+  /// PEM file of the CA certificates peers must be signed by (openssl.cafile).
+  std::string ca_file;
+};
+
+/// Loads CAF's openssl module into `cfg` (after enable_remoting) and sets
+/// `tls` as its `openssl.*` settings, which the command line or a config
+/// file may still override. CAF reads them per actor system, so TLS is a
+/// property of the process, not of one serve or connect: with it every
+/// serve and connect of the system uses TLS, and none uses a plain socket
+/// (CAF routes per node, not per port). Call it before the actor system is
+/// made. The files are checked when serve or connect is called, before any
+/// socket opens.
+void enable_tls(caf::actor_system_config& cfg, const tls_options& tls);
+
+/// quern::config with enable_remoting applied (and enable_tls with `tls`).
 class remote_config : public config {
 public:
   remote_config();
+  explicit remote_config(const tls_options& tls);
 };
 
 // -- the node's published actor ---------------------------------------------------
@@ -89,9 +116,10 @@ struct serve_options {
       : host(std::move(host)), port(port), reuse_address(reuse_address),
         queues(std::move(queues)), coordinator(std::move(coordinator)) {}
 
-  /// The address to listen on. Loopback only (127.0.0.0/8, ::1, localhost):
-  /// any other address would let every machine that reaches it use the
-  /// queues without authentication, and quern has no TLS yet.
+  /// The address to listen on. Without TLS loopback only (127.0.0.0/8, ::1,
+  /// localhost): any other address would let every machine that reaches it
+  /// use the queues without authentication. With TLS (enable_tls) any
+  /// address, 0.0.0.0 for every interface.
   std::string host;
   /// 0: the operating system chooses a free port (server::port() tells).
   uint16_t port;
@@ -128,9 +156,17 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-/// Exports `opts.queues` on `opts.host:opts.port`. Throws:
+/// Exports `opts.queues` on `opts.host:opts.port`, over TLS when the actor
+/// system has it (enable_tls). Peers never learn the queue's or the
+/// coordinator's address: each lookup gets a facade, and every answer comes
+/// from it or from a relay made for that peer's client actor, so a peer's
+/// kill ends at most those. Throws:
 ///  - failed_precondition_error when the middleman is not loaded
-///    (enable_remoting) or the address is not a loopback address;
+///    (enable_remoting), the address is not a loopback address and the
+///    system has no TLS, or TLS is loaded without certificate, key and CA;
+///  - invalid_argument_error for a TLS file that is missing, unreadable or
+///    not PEM, a key that its passphrase does not open or that does not
+///    match the certificate (checked before the port opens);
 ///  - invalid_argument_error for an invalid queue handle or an empty name;
 ///  - unavailable_error when the port cannot be opened (in use, ...).
 /// Blocks while the port opens: call it from main() or a detached actor,
@@ -191,8 +227,12 @@ private:
 /// address:
 ///  - invalid_argument_error: a malformed address;
 ///  - failed_precondition_error: the middleman is not loaded
-///    (enable_remoting), the peer speaks another wire version, or the port
-///    is not a quern node;
+///    (enable_remoting), the peer speaks another wire version, the port
+///    is not a quern node, or TLS is loaded without certificate, key and CA;
+///  - invalid_argument_error: a bad TLS file, as for serve (checked before
+///    any connection);
+///  - unauthenticated_error: the peer cut every handshake (TLS refused
+///    either side's certificate, or one side has TLS and the other not);
 ///  - unavailable_error: nothing accepts connections there;
 ///  - deadline_exceeded_error: no complete handshake within the timeout
 ///    (a frozen or foreign peer).

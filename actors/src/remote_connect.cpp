@@ -1,0 +1,228 @@
+// quern::connect and quern::remote_node (quern/remote.hpp).
+#include "remote_internal.hpp"
+
+#include <set>
+#include <thread>
+
+#include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
+
+#include "quern/actor_system.hpp"
+
+namespace quern {
+
+using namespace remote_detail;
+
+// -- remote_node ---------------------------------------------------------------------
+
+struct remote_node::impl {
+  caf::actor_system* sys;
+  std::string address;
+  std::string description;
+  node_actor node;
+  std::chrono::milliseconds timeout;
+  // queue() and coordinator() may be called by several threads.
+  std::mutex mtx;
+  std::map<std::string, queue_actor> endpoints;
+  coordinator_actor coordinator;
+
+  ~impl() {
+    for (auto& kv : endpoints)
+      caf::anon_send_exit(kv.second, caf::exit_reason::user_shutdown);
+    if (coordinator)
+      caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  }
+};
+
+remote_node::remote_node(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+remote_node::remote_node(remote_node&&) noexcept = default;
+remote_node& remote_node::operator=(remote_node&&) noexcept = default;
+remote_node::~remote_node() = default;
+
+const std::string& remote_node::address() const noexcept {
+  return impl_->address;
+}
+
+const std::string& remote_node::description() const noexcept {
+  return impl_->description;
+}
+
+queue_actor remote_node::queue(const std::string& name) {
+  auto& st = *impl_;
+  std::lock_guard<std::mutex> guard{st.mtx};
+  if (auto i = st.endpoints.find(name); i != st.endpoints.end())
+    return i->second;
+  caf::scoped_actor self{*st.sys};
+  queue_actor remote;
+  caf::error err;
+  self->request(st.node, st.timeout, lookup_queue_atom::value, name)
+      .receive([&](queue_actor& q) { remote = std::move(q); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_op(connect_error(*st.sys, st.address, err, st.timeout));
+  if (!remote)
+    throw_op(failed_precondition_error(st.address + ": queue '" + name +
+                                       "' came back as an invalid handle"));
+  auto endpoint =
+      spawn_queue_endpoint(*st.sys, remote, "queue '" + name + "' on " + st.address);
+  detail::exit_watch::track(*st.sys, caf::actor_cast<caf::actor>(endpoint),
+                            "the endpoint of queue '" + name + "' on " + st.address +
+                                " (its quern::remote_node is still alive)");
+  st.endpoints.emplace(name, endpoint);
+  return endpoint;
+}
+
+coordinator_actor remote_node::coordinator() {
+  auto& st = *impl_;
+  std::lock_guard<std::mutex> guard{st.mtx};
+  if (st.coordinator)
+    return st.coordinator;
+  caf::scoped_actor self{*st.sys};
+  coordinator_actor remote;
+  caf::error err;
+  self->request(st.node, st.timeout, lookup_coordinator_atom::value)
+      .receive([&](coordinator_actor& c) { remote = std::move(c); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_op(connect_error(*st.sys, st.address, err, st.timeout));
+  if (!remote)
+    throw_op(failed_precondition_error(
+        st.address + ": the coordinator came back as an invalid handle"));
+  auto what = "the coordinator on " + st.address;
+  auto endpoint = spawn_coordinator_endpoint(*st.sys, remote, what);
+  detail::exit_watch::track(*st.sys, caf::actor_cast<caf::actor>(endpoint),
+                            "the endpoint of " + what +
+                                " (its quern::remote_node is still alive)");
+  st.coordinator = endpoint;
+  return endpoint;
+}
+
+namespace {
+
+// A handshake the peer cut this many times in a row is a refusal, not a
+// heartbeat tick that overtook it (ticks are a second apart).
+constexpr int refusals_before_giving_up = 3;
+
+op_error refused_error(caf::actor_system& sys, const std::string& address) {
+  if (!uses_tls(sys))
+    return unauthenticated_error(
+        address +
+        " closed the connection during the handshake: it is a node with TLS, "
+        "which refuses peers without it (quern::enable_tls), or not a quern node");
+  auto& cfg = sys.config();
+  return unauthenticated_error(
+      "the TLS handshake with " + address +
+      " failed: one side refused the other's certificate (mutual authentication: this "
+      "node presents '" +
+      cfg.openssl_certificate + "' and trusts the CA file '" + cfg.openssl_cafile +
+      "'), or it is not a quern node");
+}
+
+struct published_node {
+  caf::strong_actor_ptr ptr;
+  std::set<std::string> ifs;
+};
+
+// CAF's connect through the middleman actor (plain or TLS), bounded by
+// `deadline`, never CAF's blocking remote_actor, which has no timeout.
+published_node caf_connect(caf::actor_system& sys, const std::string& address,
+                           const std::string& host, uint16_t port,
+                           std::chrono::milliseconds timeout,
+                           steady::time_point deadline) {
+  auto left = [&] {
+    return std::chrono::duration_cast<caf::timespan>(deadline - steady::now());
+  };
+  caf::scoped_actor self{sys};
+  auto mm = transport(sys);
+  published_node result;
+  int refusals = 0;
+  for (;;) {
+    if (left() <= caf::timespan{0})
+      throw_op(connect_error(sys, address, caf::sec::request_timeout, timeout));
+    caf::error err;
+    self->request(mm, left(), caf::connect_atom_v, host, port)
+        .receive(
+            [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& xs) {
+              result.ptr = std::move(ptr);
+              result.ifs = std::move(xs);
+            },
+            [&](caf::error& e) { err = std::move(e); });
+    if (!err)
+      return result;
+    // With heartbeats on, CAF cuts a handshake that a heartbeat tick
+    // overtakes (the endpoint looks silent since the epoch), and a peer
+    // that is frozen fails this way at every tick: try again until the
+    // deadline says no. A peer that cuts every handshake at once refuses
+    // this node (TLS, or its lack).
+    if (err == caf::sec::disconnect_during_handshake &&
+        ++refusals >= refusals_before_giving_up)
+      throw_op(refused_error(sys, address));
+    if (err == caf::sec::connection_timeout ||
+        err == caf::sec::disconnect_during_handshake) {
+      std::this_thread::sleep_for(std::min<caf::timespan>(
+          std::chrono::milliseconds{20}, std::max(left(), caf::timespan{0})));
+      continue;
+    }
+    throw_op(connect_error(sys, address, err, timeout));
+  }
+}
+
+// quern's own version check beside CAF's application identifiers; the
+// node's description.
+std::string hello(caf::actor_system& sys, const node_actor& node,
+                  const std::string& address, std::chrono::milliseconds timeout,
+                  steady::time_point deadline) {
+  caf::scoped_actor self{sys};
+  auto left = std::chrono::duration_cast<caf::timespan>(deadline - steady::now());
+  uint32_t peer_version = 0;
+  std::string description;
+  caf::error err;
+  self->request(node, std::max(left, caf::timespan{1}), hello_atom::value, wire_version)
+      .receive(
+          [&](uint32_t v, std::string& d) {
+            peer_version = v;
+            description = std::move(d);
+          },
+          [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_op(connect_error(sys, address, err, timeout));
+  if (peer_version != wire_version)
+    throw_op(failed_precondition_error(address + " speaks quern wire version " +
+                                       std::to_string(peer_version) + ", this build " +
+                                       std::to_string(wire_version)));
+  return description;
+}
+
+} // namespace
+
+remote_node connect(caf::actor_system& sys, const std::string& address,
+                    connect_options opts) {
+  auto [host, port] = detail::parse_address(address);
+  require_middleman(sys, "quern::connect");
+  if (opts.timeout <= std::chrono::milliseconds{0})
+    throw invalid_argument_error("quern::connect to " + address +
+                                 " needs a positive timeout, got " +
+                                 std::to_string(opts.timeout.count()) + " ms");
+  if (uses_tls(sys))
+    check_tls_files(sys.config(), "quern::connect to " + address);
+  auto deadline = steady::now() + opts.timeout;
+  auto published = caf_connect(sys, address, host, port, opts.timeout, deadline);
+  if (!published.ptr)
+    throw_op(failed_precondition_error(
+        address + " is not a quern node: no actor is published there"));
+  if (!sys.assignable<node_actor>(published.ifs))
+    throw_op(failed_precondition_error(address + " is not a quern node of " +
+                                       wire_identifier() +
+                                       ": its published actor has another interface"));
+  auto node = caf::actor_cast<node_actor>(published.ptr);
+  auto description = hello(sys, node, address, opts.timeout, deadline);
+  auto p = std::make_unique<remote_node::impl>();
+  p->sys = &sys;
+  p->address = address;
+  p->description = std::move(description);
+  p->node = std::move(node);
+  p->timeout = opts.timeout;
+  return remote_node{std::move(p)};
+}
+
+} // namespace quern

@@ -1,0 +1,170 @@
+// The connecting side of quern/remote.hpp: the local endpoint that stands
+// for a remote queue or coordinator and fails every waiting call when its
+// node is lost.
+#include "remote_internal.hpp"
+
+#include <unordered_map>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace quern::remote_detail {
+
+namespace {
+
+template <class Handle>
+struct endpoint_state {
+  Handle remote;
+  std::string what; // "queue 'q' on 127.0.0.1:7000"
+  uint64_t next_id = 0;
+  // Requests forwarded and not yet answered: CAF does not fail them when
+  // the connection drops, so the endpoint does (on the remote's down_msg).
+  std::unordered_map<uint64_t, caf::response_promise> pending;
+};
+
+using endpoint_ptr = queue_actor::stateful_pointer<endpoint_state<queue_actor>>;
+using coordinator_endpoint_ptr =
+    coordinator_actor::stateful_pointer<endpoint_state<coordinator_actor>>;
+
+caf::error unreachable(caf::actor_system& sys, const std::string& what,
+                       const caf::error& reason) {
+  std::string why;
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    why = "the connection to its node was lost: the process died, or was silent for "
+          "longer than middleman.connection-timeout";
+  else if (reason == caf::exit_reason::user_shutdown)
+    why = "its node stopped serving it";
+  else
+    why = "it ended: " + sys.render(reason);
+  return make_error(error_code::unavailable, what + " is unreachable (" + why + ")");
+}
+
+// Forwards one request and keeps its promise until the answer comes or the
+// remote actor is lost. No CAF timeout: the remote enforces the caller's
+// own deadline, and node loss is what the endpoint watches for.
+template <class T, class Self, class... Ts>
+caf::typed_response_promise<T> relay(Self self, Ts... xs) {
+  auto rp = self->template make_response_promise<T>();
+  auto id = self->state.next_id++;
+  self->state.pending.emplace(id, static_cast<caf::response_promise&>(rp));
+  auto settle = [self, id](auto&& x) {
+    auto i = self->state.pending.find(id);
+    if (i == self->state.pending.end())
+      return;
+    auto p = std::move(i->second);
+    self->state.pending.erase(i);
+    p.deliver(std::move(x));
+  };
+  self->request(self->state.remote, caf::infinite, xs...)
+      .then([settle](T& x) { settle(std::move(x)); },
+            [settle](caf::error& err) { settle(std::move(err)); });
+  return rp;
+}
+
+// The endpoint watches its remote actor: on its loss every pending call
+// fails with unavailable and the endpoint ends with that error, so local
+// monitors (readers, writers) see it go.
+template <class Self, class Handle>
+void watch_remote(Self self, Handle remote, std::string what) {
+  self->state.remote = std::move(remote);
+  self->state.what = std::move(what);
+  self->monitor(self->state.remote);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (dm.source != self->state.remote.address())
+      return;
+    auto err = unreachable(self->home_system(), self->state.what, dm.reason);
+    auto pending = std::move(self->state.pending);
+    self->state.pending.clear();
+    for (auto& kv : pending)
+      kv.second.deliver(err);
+    self->quit(err);
+  });
+}
+
+coordinator_actor::behavior_type
+coordinator_endpoint_behavior(coordinator_endpoint_ptr self, coordinator_actor remote,
+                              std::string what) {
+  watch_remote(self, std::move(remote), std::move(what));
+  return {
+      [self](request_stop_atom a, caf::error& e) {
+        return relay<bool>(self, a, std::move(e));
+      },
+      [self](should_stop_atom a) { return relay<bool>(self, a); },
+      [self](wait_for_stop_atom a, caf::timespan t) { return relay<bool>(self, a, t); },
+      [self](clear_stop_atom a) { return relay<bool>(self, a); },
+      [self](register_atom a, std::vector<registration>& rs) {
+        return relay<int32_t>(self, a, std::move(rs));
+      },
+      [self](join_atom a, std::vector<caf::actor>& xs, caf::timespan grace, bool live) {
+        return relay<join_report>(self, a, std::move(xs), grace, live);
+      },
+      [self](status_atom a) { return relay<coordinator_status>(self, a); },
+      // The coordinator's own timer messages; never meant for a peer.
+      [](join_timeout_atom, uint64_t) {},
+      [](wait_timeout_atom, uint64_t) {},
+      [](join_warning_atom, uint64_t) {},
+  };
+}
+
+queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remote,
+                                             std::string what) {
+  watch_remote(self, std::move(remote), std::move(what));
+  // Streamed messages go on with their sender kept: the node's relay for
+  // that reader or writer answers it directly, and its answers never pass
+  // here.
+  return {
+      [self](enqueue_atom a, element& e, caf::timespan t) {
+        return relay<int32_t>(self, a, std::move(e), t);
+      },
+      [self](enqueue_many_atom a, element& e, caf::timespan t) {
+        return relay<int32_t>(self, a, std::move(e), t);
+      },
+      [self](dequeue_atom a, caf::timespan t) { return relay<element>(self, a, t); },
+      [self](dequeue_many_atom a, int32_t n, caf::timespan t) {
+        return relay<element>(self, a, n, t);
+      },
+      [self](dequeue_up_to_atom a, int32_t n, caf::timespan t) {
+        return relay<element>(self, a, n, t);
+      },
+      [self](close_atom a, bool cancel) { return relay<bool>(self, a, cancel); },
+      [self](size_atom a) { return relay<int32_t>(self, a); },
+      [self](is_closed_atom a) { return relay<bool>(self, a); },
+      [self](spec_atom a) { return relay<queue_spec>(self, a); },
+      [self](push_atom a, std::vector<element>& rows) {
+        self->delegate(self->state.remote, a, std::move(rows));
+      },
+      [self](push_batch_atom a, element& b) {
+        self->delegate(self->state.remote, a, std::move(b));
+      },
+      [self](pull_atom a, int32_t n) { self->delegate(self->state.remote, a, n); },
+      [self](pull_batch_atom a, int32_t n) { self->delegate(self->state.remote, a, n); },
+      [self](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
+        self->delegate(self->state.remote, a, n, count, up_to);
+      },
+      [self](give_back_atom a, std::vector<element>& rows) {
+        self->delegate(self->state.remote, a, std::move(rows));
+      },
+      [self](unpull_atom a) { self->delegate(self->state.remote, a); },
+      [self](unpush_atom a) { self->delegate(self->state.remote, a); },
+      [self](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {
+        self->delegate(self->state.remote, a, declared, started, t);
+      },
+      // The queue's own timer message; never meant for a peer.
+      [](deadline_atom, uint64_t) {},
+  };
+}
+
+} // namespace
+
+queue_actor spawn_queue_endpoint(caf::actor_system& sys, queue_actor remote,
+                                 std::string what) {
+  return sys.spawn(endpoint_behavior, std::move(remote), std::move(what));
+}
+
+coordinator_actor spawn_coordinator_endpoint(caf::actor_system& sys,
+                                             coordinator_actor remote, std::string what) {
+  return sys.spawn(coordinator_endpoint_behavior, std::move(remote), std::move(what));
+}
+
+} // namespace quern::remote_detail

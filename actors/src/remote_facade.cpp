@@ -1,0 +1,329 @@
+// The serving side of quern/remote.hpp: the node a port publishes, and what
+// a peer holds instead of a queue or coordinator. No answer a peer sees
+// comes from the queue or the coordinator themselves (CAF lets any peer send
+// an untrappable exit_reason::kill to every actor whose address it learns),
+// so a kill reaches at most what was made for that peer.
+#include "remote_internal.hpp"
+
+#include <unistd.h>
+
+#include <caf/mailbox_element.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace quern::remote_detail {
+
+namespace {
+
+// A queue's answers to its streaming clients (docs/queues.md), which a
+// relay passes on to its peer.
+using client_relay_actor =
+    queue_actor::extend<caf::reacts_to<pushed_atom, int32_t, caf::error>,
+                        caf::reacts_to<pulled_atom, std::vector<element>, caf::error>,
+                        caf::reacts_to<pulled_atom, element, caf::error>,
+                        caf::reacts_to<batches_atom, std::vector<element>, caf::error>>;
+
+// Exits sent by peers are ignored; an exit from this process ends the actor.
+// (exit_reason::kill ends it whatever this says: CAF does not let it be
+// trapped.)
+template <class Self>
+void ignore_remote_exits(Self self) {
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (msg.source.node() == self->node())
+      self->quit(msg.reason);
+  });
+}
+
+// Asks `dest` and answers the sender with the result as this actor, so the
+// sender never learns `dest`'s address. No timeout: a local queue or
+// coordinator always answers (a finite wait is the queue's own deadline).
+template <class T, class Self, class Dest, class... Ts>
+caf::typed_response_promise<T> ask(Self self, const Dest& dest, Ts&&... xs) {
+  auto rp = self->template make_response_promise<T>();
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+      .then([rp](T& x) mutable { rp.deliver(std::move(x)); },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// -- one relay per client actor of a peer ------------------------------------------
+
+// Stands for one client actor of a peer (an endpoint, a reader, a writer) at
+// the queue: the queue keys pending pulls and pushes by their sender and
+// withdraws them when it goes down, so each client needs its own relay, which
+// ends when its client does (its node lost) or the facade or queue ends.
+client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
+                                               queue_actor q,
+                                               caf::strong_actor_ptr client,
+                                               caf::actor facade) {
+  self->monitor(q);
+  self->monitor(facade);
+  if (client)
+    self->monitor(caf::actor_cast<caf::actor>(client));
+  self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  ignore_remote_exits(self);
+  // Enqueued directly: a typed actor may not send() to an untyped handle,
+  // and the client may be any kind of actor (as the queue's completion does).
+  auto back = [self, client](auto&&... xs) {
+    if (client)
+      client->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
+                                                caf::make_message_id(), {},
+                                                std::forward<decltype(xs)>(xs)...),
+                      self->context());
+  };
+  return {
+      [=](enqueue_atom a, element& e, caf::timespan t) {
+        return ask<int32_t>(self, q, a, std::move(e), t);
+      },
+      [=](enqueue_many_atom a, element& e, caf::timespan t) {
+        return ask<int32_t>(self, q, a, std::move(e), t);
+      },
+      [=](dequeue_atom a, caf::timespan t) { return ask<element>(self, q, a, t); },
+      [=](dequeue_many_atom a, int32_t n, caf::timespan t) {
+        return ask<element>(self, q, a, n, t);
+      },
+      [=](dequeue_up_to_atom a, int32_t n, caf::timespan t) {
+        return ask<element>(self, q, a, n, t);
+      },
+      [=](close_atom a, bool cancel) { return ask<bool>(self, q, a, cancel); },
+      [=](size_atom a) { return ask<int32_t>(self, q, a); },
+      [=](is_closed_atom a) { return ask<bool>(self, q, a); },
+      [=](spec_atom a) { return ask<queue_spec>(self, q, a); },
+      // Streamed: sent as this relay, so the queue answers it (below).
+      [=](push_atom a, std::vector<element>& rows) { self->send(q, a, std::move(rows)); },
+      [=](push_batch_atom a, element& b) { self->send(q, a, std::move(b)); },
+      [=](pull_atom a, int32_t n) { self->send(q, a, n); },
+      [=](pull_batch_atom a, int32_t n) { self->send(q, a, n); },
+      [=](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
+        self->send(q, a, n, count, up_to);
+      },
+      [=](give_back_atom a, std::vector<element>& rows) {
+        self->send(q, a, std::move(rows));
+      },
+      [=](unpull_atom a) { self->send(q, a); },
+      [=](unpush_atom a) { self->send(q, a); },
+      [=](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {
+        self->send(q, a, declared, started, t);
+      },
+      // The queue's own timer message; a peer has no business sending it.
+      [](deadline_atom, uint64_t) {},
+      // The queue's answers to what this relay streamed.
+      [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
+      [=](pulled_atom a, std::vector<element>& rows, caf::error& err) {
+        back(a, std::move(rows), std::move(err));
+      },
+      [=](pulled_atom a, element& b, caf::error& err) {
+        back(a, std::move(b), std::move(err));
+      },
+      [=](batches_atom a, std::vector<element>& bs, caf::error& err) {
+        back(a, std::move(bs), std::move(err));
+      },
+  };
+}
+
+// -- the facade a lookup hands out -------------------------------------------------
+
+struct facade_state {
+  queue_actor queue;
+  // The relay of each client actor of the peer; the anonymous sender too.
+  std::map<caf::actor_addr, client_relay_actor> relays;
+};
+
+using facade_ptr = queue_actor::stateful_pointer<facade_state>;
+
+client_relay_actor relay_of(facade_ptr self) {
+  auto& src = self->current_sender();
+  auto key = caf::actor_cast<caf::actor_addr>(src);
+  auto& relays = self->state.relays;
+  if (auto i = relays.find(key); i != relays.end())
+    return i->second;
+  auto r = self->spawn(client_relay, self->state.queue, src,
+                       caf::actor_cast<caf::actor>(self));
+  self->monitor(r);
+  relays.emplace(key, r);
+  return r;
+}
+
+// Every message goes to the relay of its sender, the sender kept (a
+// delegation), so the relay answers the peer's client itself.
+template <class... Ts>
+auto pass(facade_ptr self, Ts&&... xs) {
+  return self->delegate(caf::actor_cast<queue_actor>(relay_of(self)),
+                        std::forward<Ts>(xs)...);
+}
+
+// What a peer holds instead of the queue: one per lookup. Ending the facades
+// at server::stop ends the service for every peer, whose endpoints see them
+// go, while the queue lives on in its process.
+queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
+  self->state.queue = q;
+  self->monitor(q);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (dm.source == self->state.queue.address()) {
+      self->quit(dm.reason);
+      return;
+    }
+    auto& relays = self->state.relays;
+    for (auto i = relays.begin(); i != relays.end(); ++i)
+      if (i->second.address() == dm.source) {
+        relays.erase(i);
+        break;
+      }
+  });
+  ignore_remote_exits(self);
+  return {
+      [=](enqueue_atom a, element& e, caf::timespan t) {
+        return pass(self, a, std::move(e), t);
+      },
+      [=](enqueue_many_atom a, element& e, caf::timespan t) {
+        return pass(self, a, std::move(e), t);
+      },
+      [=](dequeue_atom a, caf::timespan t) { return pass(self, a, t); },
+      [=](dequeue_many_atom a, int32_t n, caf::timespan t) {
+        return pass(self, a, n, t);
+      },
+      [=](dequeue_up_to_atom a, int32_t n, caf::timespan t) {
+        return pass(self, a, n, t);
+      },
+      [=](close_atom a, bool cancel) { return pass(self, a, cancel); },
+      [=](size_atom a) { return pass(self, a); },
+      [=](is_closed_atom a) { return pass(self, a); },
+      [=](spec_atom a) { return pass(self, a); },
+      [=](push_atom a, std::vector<element>& rows) { pass(self, a, std::move(rows)); },
+      [=](push_batch_atom a, element& b) { pass(self, a, std::move(b)); },
+      [=](pull_atom a, int32_t n) { pass(self, a, n); },
+      [=](pull_batch_atom a, int32_t n) { pass(self, a, n); },
+      [=](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
+        pass(self, a, n, count, up_to);
+      },
+      [=](give_back_atom a, std::vector<element>& rows) {
+        pass(self, a, std::move(rows));
+      },
+      [=](unpull_atom a) { pass(self, a); },
+      [=](unpush_atom a) { pass(self, a); },
+      [=](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {
+        pass(self, a, declared, started, t);
+      },
+      // The queue's own timer message; a peer has no business sending it.
+      [](deadline_atom, uint64_t) {},
+  };
+}
+
+// The coordinator's facade: its requests answered as the facade. (The
+// coordinator's stop messages to remote runners it was given still come
+// from the coordinator itself: docs/distributed.md, Limits.)
+coordinator_actor::behavior_type
+coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c) {
+  self->monitor(c);
+  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  ignore_remote_exits(self);
+  return {
+      [=](request_stop_atom a, caf::error& e) {
+        return ask<bool>(self, c, a, std::move(e));
+      },
+      [=](should_stop_atom a) { return ask<bool>(self, c, a); },
+      [=](wait_for_stop_atom a, caf::timespan t) { return ask<bool>(self, c, a, t); },
+      [=](clear_stop_atom a) { return ask<bool>(self, c, a); },
+      [=](register_atom a, std::vector<registration>& rs) {
+        return ask<int32_t>(self, c, a, std::move(rs));
+      },
+      [=](join_atom a, std::vector<caf::actor>& xs, caf::timespan grace, bool live) {
+        return ask<join_report>(self, c, a, std::move(xs), grace, live);
+      },
+      [=](status_atom a) { return ask<coordinator_status>(self, c, a); },
+      // The coordinator's own timer messages: a peer has no business sending them.
+      [](join_timeout_atom, uint64_t) {},
+      [](wait_timeout_atom, uint64_t) {},
+      [](join_warning_atom, uint64_t) {},
+  };
+}
+
+// -- the node ----------------------------------------------------------------------
+
+struct node_state {
+  std::map<std::string, queue_actor> queues;
+  coordinator_actor coordinator;
+  std::string description;
+  std::shared_ptr<facade_set> facades;
+};
+
+using node_ptr = node_actor::stateful_pointer<node_state>;
+
+caf::result<queue_actor> lookup_queue(node_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto i = st.queues.find(name);
+  if (i != st.queues.end()) {
+    // Not linked to the node: a peer may kill the node (it is published),
+    // and that must not end the other peers' facades.
+    auto f = self->spawn(facade_behavior, i->second);
+    st.facades->add(f.address());
+    return f;
+  }
+  std::string names;
+  for (auto& kv : st.queues)
+    names += (names.empty() ? "'" : ", '") + kv.first + "'";
+  return make_error(error_code::failed_precondition,
+                    "no queue named '" + name + "' is exported (exported: " +
+                        (names.empty() ? std::string("none") : names) + ")");
+}
+
+node_actor::behavior_type node_behavior(node_ptr self,
+                                        std::map<std::string, queue_actor> queues,
+                                        coordinator_actor coordinator,
+                                        std::shared_ptr<facade_set> facades) {
+  self->state.queues = std::move(queues);
+  self->state.coordinator = std::move(coordinator);
+  self->state.description = "quern node pid " + std::to_string(::getpid());
+  self->state.facades = std::move(facades);
+  ignore_remote_exits(self);
+  return {
+      [self](hello_atom, uint32_t peer) -> caf::result<uint32_t, std::string> {
+        if (peer != wire_version)
+          return make_error(error_code::failed_precondition,
+                            "this node speaks quern wire version " +
+                                std::to_string(wire_version) + ", the peer " +
+                                std::to_string(peer));
+        return {wire_version, self->state.description};
+      },
+      [self](lookup_queue_atom, const std::string& name) {
+        return lookup_queue(self, name);
+      },
+      [self](lookup_coordinator_atom) -> caf::result<coordinator_actor> {
+        auto& st = self->state;
+        if (!st.coordinator)
+          return make_error(error_code::failed_precondition,
+                            "no coordinator is exported");
+        auto f = self->spawn(coordinator_facade_behavior, st.coordinator);
+        st.facades->add(f.address());
+        return f;
+      },
+  };
+}
+
+} // namespace
+
+void facade_set::add(const caf::actor_addr& a) {
+  std::lock_guard<std::mutex> guard{mtx};
+  facades.push_back(a);
+}
+
+void facade_set::end_all() {
+  std::vector<caf::actor_addr> xs;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    xs.swap(facades);
+  }
+  for (auto& a : xs)
+    if (auto f = caf::actor_cast<caf::actor>(a))
+      caf::anon_send_exit(f, caf::exit_reason::user_shutdown);
+}
+
+node_actor spawn_node(caf::actor_system& sys, std::map<std::string, queue_actor> queues,
+                      coordinator_actor coordinator,
+                      std::shared_ptr<facade_set> facades) {
+  return sys.spawn(node_behavior, std::move(queues), std::move(coordinator),
+                   std::move(facades));
+}
+
+} // namespace quern::remote_detail
