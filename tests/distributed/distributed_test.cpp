@@ -1,9 +1,5 @@
 // quern across processes (docs/distributed.md): real processes on
 // 127.0.0.1, ports chosen by the OS, every wait bounded, every child reaped.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -16,118 +12,10 @@
 #include <quern/queue.hpp>
 #include <quern/remote.hpp>
 
-#include "process.hpp"
+#include "harness.hpp"
 
 using namespace std::chrono_literals;
-using quern::test::child;
-using quern::test::eventually;
-using quern::test::scratch_dir;
-
-namespace {
-
-// Bounds for waits that normally take milliseconds; generous for the
-// sanitizer build on a loaded machine. Hitting one is a failure, not a
-// measurement.
-constexpr auto start_limit = 60s;
-constexpr auto run_limit = 120s;
-
-const std::string node_binary = QUERN_TEST_NODE_BINARY;
-
-std::vector<std::string> node_args(std::vector<std::string> args) {
-  args.insert(args.begin(), node_binary);
-  return args;
-}
-
-// A host process serving queue 'rows', and its address.
-struct host_process {
-  std::unique_ptr<child> proc;
-  std::string address;
-};
-
-host_process start_host(const scratch_dir& dir, std::vector<std::string> extra = {}) {
-  auto port_file = dir.file("host.port");
-  std::vector<std::string> args{"--node.role=host", "--node.port-file=" + port_file};
-  args.insert(args.end(), extra.begin(), extra.end());
-  host_process h;
-  h.proc = std::make_unique<child>("host", node_args(args), dir, true);
-  bool up = eventually(start_limit, [&] {
-    return std::filesystem::exists(port_file) || h.proc->wait(0ms).has_value();
-  });
-  INFO(h.proc->report());
-  REQUIRE(up);
-  REQUIRE(std::filesystem::exists(port_file));
-  auto port = std::stoi(quern::test::read_file(port_file));
-  h.address = "127.0.0.1:" + std::to_string(port);
-  return h;
-}
-
-std::unique_ptr<child> start_client(const scratch_dir& dir, const std::string& name,
-                                    const std::string& address,
-                                    std::vector<std::string> args) {
-  args.push_back("--node.address=" + address);
-  return std::make_unique<child>(name, node_args(args), dir);
-}
-
-void require_exit(child& c, int status, std::chrono::milliseconds limit = run_limit) {
-  auto st = c.wait(limit);
-  INFO(c.report());
-  REQUIRE(st.has_value());
-  REQUIRE(*st == status);
-}
-
-// The values a consumer wrote, one per line ("ready" skipped).
-std::vector<int64_t> taken(const std::string& path) {
-  std::vector<int64_t> vs;
-  std::istringstream in{quern::test::read_file(path)};
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line != "ready")
-      vs.push_back(std::stoll(line));
-  return vs;
-}
-
-bool is_ready(const std::string& path) {
-  return quern::test::read_file(path).rfind("ready", 0) == 0;
-}
-
-// A loopback port on which nothing listens (bound by the OS, then freed).
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A loopback socket that accepts TCP connections (the kernel does) but never
-// says a word: a frozen or foreign peer.
-struct silent_listener {
-  int fd = -1;
-  uint16_t port = 0;
-  silent_listener() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 16) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    port = ntohs(a.sin_port);
-  }
-  ~silent_listener() { ::close(fd); }
-};
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-} // namespace
+using namespace quern::test;
 
 TEST_CASE("distributed rows cross processes exactly once") {
   // Four producer processes (blocking enqueue, queue_writer, enqueue_many,

@@ -18,6 +18,19 @@
 //            wait_for_stop() (no timeout)
 //   feed-until-stop  a queue runner registered with the host's
 //            coordinator feeds 'rows' until stop is requested
+//   connect  connects within --node.timeout-ms, asks queue 'rows' its size
+//            and prints "connected"
+//   anon-connect  CAF's openssl module without certificates (anonymous TLS,
+//            which quern never uses) connects through CAF directly and
+//            prints CAF's answer; exit 16 when refused
+//   rogue    connects through CAF directly, asks the facade of 'rows' for
+//            answers (size, spec, a push of --node.id), then sends
+//            exit_reason::kill to the node, the facade and every sender of
+//            an answer
+// --node.tls: CAF's openssl module with the --openssl.* files (enable_tls).
+// produce: --node.start-file makes it wait, once connected, until that file
+// exists ("ready" in --node.out before); --node.close-after closes the queue
+// when done.
 // A failure prints "<role>: <TF error name>: <message>" to stderr and exits
 // with the error's TensorFlow code (14 = unavailable, ...).
 #include <fcntl.h>
@@ -27,8 +40,13 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
+
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include <quern/blocking_queue.hpp>
 #include <quern/command_line.hpp>
@@ -49,6 +67,11 @@ struct node_config : quern::remote_config {
   int64_t count = 0;
   int32_t capacity = 64;
   int32_t pace_ms = 0;
+  bool tls = false;
+  std::string listen = "127.0.0.1";
+  int32_t timeout_ms = 5000;
+  std::string start_file;
+  bool close_after = false;
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
@@ -60,7 +83,12 @@ struct node_config : quern::remote_config {
         .add(id, "id", "produce: the producer's number")
         .add(count, "count", "produce: rows to store")
         .add(capacity, "capacity", "host: the queue's capacity")
-        .add(pace_ms, "pace-ms", "consume: a pause after each row taken");
+        .add(pace_ms, "pace-ms", "consume: a pause after each row taken")
+        .add(tls, "tls", "TLS with the --openssl.* files")
+        .add(listen, "listen", "host: the address to listen on")
+        .add(timeout_ms, "timeout-ms", "connect: the connect timeout")
+        .add(start_file, "start-file", "produce: wait for this file once connected")
+        .add(close_after, "close-after", "produce: close the queue when done");
   }
 };
 
@@ -84,7 +112,7 @@ int host(quern::actor_system& sys, node_config& cfg) {
   auto q = quern::spawn_fifo_queue(sys, cfg.capacity, {quern::dtype::int64},
                                    {quern::tensor_shape{}}, "rows");
   auto coord = quern::spawn_coordinator(sys);
-  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}, coord});
+  auto srv = quern::serve(sys, {cfg.listen, 0, false, {{"rows", q}}, coord});
   // Written whole, then renamed: the test never reads half a port.
   auto tmp = cfg.port_file + ".tmp";
   {
@@ -101,10 +129,28 @@ int host(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+// --node.start-file: "ready" in --node.out, then wait (bounded) for the file.
+void wait_for_start(node_config& cfg) {
+  if (cfg.start_file.empty())
+    return;
+  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + cfg.out);
+  write_all(fd, "ready\n");
+  ::close(fd);
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+  while (::access(cfg.start_file.c_str(), F_OK) != 0) {
+    if (std::chrono::steady_clock::now() >= until)
+      throw std::runtime_error(cfg.start_file + " did not appear within 2 minutes");
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+}
+
 int produce(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   auto q = node.queue("rows");
   auto base = cfg.id * 1000000;
+  wait_for_start(cfg);
   if (cfg.api == "runner") {
     // A queue runner of two async ops in this process feeds the remote
     // queue; it leaves the shared queue open when its input ends.
@@ -150,6 +196,8 @@ int produce(quern::actor_system& sys, node_config& cfg) {
     for (int64_t i = 0; i < cfg.count; ++i)
       queue.enqueue(row(base + i));
   }
+  if (cfg.close_after)
+    quern::blocking_queue{sys, q}.close();
   return 0;
 }
 
@@ -235,29 +283,126 @@ int close_queue(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int connect_only(quern::actor_system& sys, node_config& cfg) {
+  auto node =
+      quern::connect(sys, cfg.address, {std::chrono::milliseconds{cfg.timeout_ms}});
+  auto size = quern::blocking_queue{sys, node.queue("rows")}.size();
+  std::cout << "connected to " << node.description() << ", size " << size << std::endl;
+  return 0;
+}
+
+// CAF's connect through `mm` (plain or openssl), bounded; null when refused,
+// with CAF's error in `err`.
+caf::strong_actor_ptr caf_connect(caf::actor_system& sys,
+                                  const caf::io::middleman_actor& mm,
+                                  const std::string& address, caf::error& err) {
+  auto [host, port] = quern::detail::parse_address(address);
+  caf::scoped_actor self{sys};
+  caf::strong_actor_ptr published;
+  self->request(mm, std::chrono::seconds{30}, caf::connect_atom_v, host, port)
+      .receive([&](caf::node_id&, caf::strong_actor_ptr& p,
+                   std::set<std::string>&) { published = std::move(p); },
+               [&](caf::error& e) { err = std::move(e); });
+  return published;
+}
+
+int anon_connect(quern::actor_system& sys, node_config& cfg) {
+  caf::error err;
+  auto published =
+      caf_connect(sys, sys.openssl_manager().actor_handle(), cfg.address, err);
+  if (!published) {
+    std::cerr << "anon-connect: refused: " << sys.render(err) << "\n";
+    return 16;
+  }
+  std::cout << "anon-connect: admitted\n";
+  return 0;
+}
+
+// A peer that kills everything it can reach: the node it connected to, the
+// facade of 'rows' it was handed, and every actor an answer came from.
+// Waits (bounded) until each of them is down, so every kill arrived.
+int rogue(quern::actor_system& sys, node_config& cfg) {
+  caf::error err;
+  auto published = caf_connect(sys, sys.middleman().actor_handle(), cfg.address, err);
+  if (!published)
+    throw std::runtime_error("cannot connect: " + sys.render(err));
+  auto node = caf::actor_cast<quern::node_actor>(published);
+  caf::scoped_actor self{sys};
+  auto limit = std::chrono::seconds{30};
+  auto fail = [&](caf::error& e) { throw std::runtime_error(sys.render(e)); };
+  quern::queue_actor facade;
+  self->request(node, limit, quern::lookup_queue_atom::value, std::string{"rows"})
+      .receive([&](quern::queue_actor& q) { facade = std::move(q); }, fail);
+  std::set<caf::actor_addr> senders;
+  auto record = [&] {
+    senders.emplace(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+  };
+  self->request(facade, limit, quern::size_atom::value)
+      .receive([&](int32_t) { record(); }, fail);
+  self->request(facade, limit, quern::spec_atom::value)
+      .receive([&](quern::queue_spec&) { record(); }, fail);
+  self->send(facade, quern::push_atom::value, std::vector<quern::element>{row(cfg.id)});
+  self->receive([&](quern::pushed_atom, int32_t, caf::error&) { record(); },
+                caf::after(limit) >>
+                    [] { throw std::runtime_error("no pushed answer"); });
+  std::set<caf::actor_addr> targets = senders;
+  targets.emplace(node.address());
+  targets.emplace(facade.address());
+  for (auto& t : targets) {
+    auto a = caf::actor_cast<caf::actor>(t);
+    if (!a)
+      throw std::runtime_error("an answer came from an invalid sender");
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::kill);
+  }
+  for (size_t i = 0; i < targets.size(); ++i)
+    self->receive([](caf::down_msg&) {},
+                  caf::after(limit) >>
+                      [] { throw std::runtime_error("a target lived on"); });
+  std::cout << "rogue: killed " << targets.size() << " actors, " << senders.size()
+            << " of them senders of answers" << std::endl;
+  return 0;
+}
+
+// Runs --node.role in `sys`.
+int run(quern::actor_system& sys, node_config& cfg) {
+  if (cfg.role == "host")
+    return host(sys, cfg);
+  if (cfg.role == "produce")
+    return produce(sys, cfg);
+  if (cfg.role == "consume")
+    return consume(sys, cfg);
+  if (cfg.role == "close")
+    return close_queue(sys, cfg);
+  if (cfg.role == "wait-stop")
+    return wait_stop(sys, cfg);
+  if (cfg.role == "feed-until-stop")
+    return feed_until_stop(sys, cfg);
+  if (cfg.role == "connect")
+    return connect_only(sys, cfg);
+  if (cfg.role == "anon-connect")
+    return anon_connect(sys, cfg);
+  if (cfg.role == "rogue")
+    return rogue(sys, cfg);
+  std::cerr << "quern_test_distributed_node: unknown --node.role '" << cfg.role << "'\n";
+  return 2;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   node_config cfg;
   if (auto status = quern::parse_command_line(cfg, argc, argv))
     return *status;
-  quern::actor_system sys{cfg};
   try {
-    if (cfg.role == "host")
-      return host(sys, cfg);
-    if (cfg.role == "produce")
-      return produce(sys, cfg);
-    if (cfg.role == "consume")
-      return consume(sys, cfg);
-    if (cfg.role == "close")
-      return close_queue(sys, cfg);
-    if (cfg.role == "wait-stop")
-      return wait_stop(sys, cfg);
-    if (cfg.role == "feed-until-stop")
-      return feed_until_stop(sys, cfg);
-    std::cerr << "quern_test_distributed_node: unknown --node.role '" << cfg.role
-              << "'\n";
-    return 2;
+    // After the command line: its --openssl.* values are the TLS files.
+    if (cfg.tls)
+      quern::enable_tls(cfg, {cfg.openssl_certificate, cfg.openssl_key,
+                              cfg.openssl_passphrase, cfg.openssl_cafile});
+    else if (cfg.role == "anon-connect")
+      quern::enable_tls(cfg, {});
+    quern::actor_system sys{cfg};
+    return run(sys, cfg);
   } catch (const quern::op_error& e) {
     std::cerr << cfg.role << ": " << quern::error_code_name(e.code()) << ": " << e.what()
               << "\n";

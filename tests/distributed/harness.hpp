@@ -1,0 +1,126 @@
+#pragma once
+// What the distributed test files share: starting node processes (host,
+// clients), bounded waits, a free port, a silent listener.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "process.hpp"
+
+namespace quern::test {
+
+using namespace std::chrono_literals;
+
+// Bounds for waits that normally take milliseconds; generous for the
+// sanitizer build on a loaded machine. Hitting one is a failure, not a
+// measurement.
+inline constexpr auto start_limit = 60s;
+inline constexpr auto run_limit = 120s;
+
+inline const std::string node_binary = QUERN_TEST_NODE_BINARY;
+
+inline std::vector<std::string> node_args(std::vector<std::string> args) {
+  args.insert(args.begin(), node_binary);
+  return args;
+}
+
+// A host process serving queue 'rows', and its address.
+struct host_process {
+  std::unique_ptr<child> proc;
+  std::string address;
+};
+
+inline host_process start_host(const scratch_dir& dir,
+                               std::vector<std::string> extra = {}) {
+  auto port_file = dir.file("host.port");
+  std::vector<std::string> args{"--node.role=host", "--node.port-file=" + port_file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  host_process h;
+  h.proc = std::make_unique<child>("host", node_args(args), dir, true);
+  bool up = eventually(start_limit, [&] {
+    return std::filesystem::exists(port_file) || h.proc->wait(0ms).has_value();
+  });
+  INFO(h.proc->report());
+  REQUIRE(up);
+  REQUIRE(std::filesystem::exists(port_file));
+  auto port = std::stoi(quern::test::read_file(port_file));
+  h.address = "127.0.0.1:" + std::to_string(port);
+  return h;
+}
+
+inline std::unique_ptr<child> start_client(const scratch_dir& dir,
+                                           const std::string& name,
+                                           const std::string& address,
+                                           std::vector<std::string> args) {
+  args.push_back("--node.address=" + address);
+  return std::make_unique<child>(name, node_args(args), dir);
+}
+
+inline void require_exit(child& c, int status,
+                         std::chrono::milliseconds limit = run_limit) {
+  auto st = c.wait(limit);
+  INFO(c.report());
+  REQUIRE(st.has_value());
+  REQUIRE(*st == status);
+}
+
+// The values a consumer wrote, one per line ("ready" skipped).
+inline std::vector<int64_t> taken(const std::string& path) {
+  std::vector<int64_t> vs;
+  std::istringstream in{quern::test::read_file(path)};
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line != "ready")
+      vs.push_back(std::stoll(line));
+  return vs;
+}
+
+inline bool is_ready(const std::string& path) {
+  return quern::test::read_file(path).rfind("ready", 0) == 0;
+}
+
+// A loopback port on which nothing listens (bound by the OS, then freed).
+inline uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A loopback socket that accepts TCP connections (the kernel does) but never
+// says a word: a frozen or foreign peer.
+struct silent_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  silent_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 16) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+};
+
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace quern::test
