@@ -143,6 +143,14 @@ TEST_CASE("distributed TLS: a peer without a certificate of the CA is refused") 
   scratch_dir dir;
   make_pki(dir);
   auto host = start_host(dir, tls_args(tls_of(dir, "host", "ca", "secret")));
+  auto client = tls_args(tls_of(dir, "client", "ca"));
+  // Connected before the refusal, still connected after it: a refused
+  // handshake leaves an error in OpenSSL's queue of the host's I/O thread.
+  auto out = dir.file("consumer.out");
+  auto consumer = start_client(
+      dir, "consumer", host.address,
+      plus({"--node.role=consume", "--node.api=dequeue", "--node.out=" + out}, client));
+  REQUIRE(eventually(start_limit, [&] { return is_ready(out); }));
   // A deadline far beyond a refusal: the answer must be unauthenticated
   // (16), not deadline_exceeded (4).
   auto attempt = [&](const std::string& name, std::vector<std::string> args) {
