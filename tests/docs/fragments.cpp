@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include "quern/blocking_queue.hpp"
+#include "quern/command_line.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/readers.hpp"
@@ -122,6 +123,37 @@ auto node = quern::connect(sys, "127.0.0.1:7000");      // deadline 5 s by defau
 quern::queue_writer writer{sys, node.queue("examples")}; // a queue_actor like any other
 quern::coordinator coord{sys, node.coordinator()};       // the host's coordinator
 // docs-snippet-end
+}
+
+void distributed_tls_host() {
+// docs-snippet-begin: distributed-tls-host
+// the host: its certificate, its key (encrypted here) and the deployment's own CA
+quern::remote_config cfg{quern::tls_options{
+    "/etc/quern/host.pem", "/etc/quern/host.key", "its passphrase", "/etc/quern/ca.pem"}};
+quern::actor_system sys{cfg};  // the files were checked when cfg was made
+auto q = quern::spawn_fifo_queue(sys, 1000, {quern::dtype::float32}, {quern::tensor_shape{3}});
+auto srv = quern::serve(sys, {"0.0.0.0", 7000, false, {{"examples", q}}});  // any address, with TLS
+// docs-snippet-end
+}
+
+int distributed_tls_client(int argc, char** argv) {
+// docs-snippet-begin: distributed-tls-client
+// a client with a config of its own, its TLS files from the command line
+struct worker_config : quern::config {
+  worker_config() {
+    quern::enable_remoting(*this);  // the middleman first, then TLS on it
+    quern::enable_tls(*this, {});   // files from --openssl.* (or caf-application.ini)
+  }
+};
+worker_config cfg;
+// --openssl.certificate=worker-3.pem --openssl.key=worker-3.key --openssl.cafile=ca.pem
+if (auto status = quern::parse_command_line(cfg, argc, argv))
+  return *status;
+quern::actor_system sys{cfg};
+auto node = quern::connect(sys, "queues.example.net:7000");  // checks the files, then TLS
+quern::batch_reader reader{sys, node.queue("examples"), 64};
+// docs-snippet-end
+return 0;
 }
 
 } // namespace quern::doc_fragments
