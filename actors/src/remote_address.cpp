@@ -125,8 +125,12 @@ op_error connect_error(caf::actor_system& sys, const std::string& address,
           address + " speaks another wire version: this build speaks " +
           wire_identifier() + " (" + caf_text + ")");
     case caf::sec::request_receiver_down:
-      return unavailable_error("lost the connection to " + address + " (" + caf_text +
-                               ")");
+      // The node's published actor ended while the connection stands: its
+      // server stopped, or a peer killed it (docs/distributed.md, Limits).
+      return unavailable_error("the quern node at " + address +
+                               " no longer answers: its server stopped, or a peer ended "
+                               "it (" +
+                               caf_text + ")");
     default:
       break;
     }

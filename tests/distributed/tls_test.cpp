@@ -340,6 +340,15 @@ TEST_CASE("distributed a peer's kill reaches only what was made for it") {
   require_exit(*rogue, 0);
   INFO(rogue->report());
   CHECK(contains(rogue->out(), "killed"));
+  // The node it killed answers no new peer (docs/distributed.md, Limits):
+  // a failure (unavailable, or deadline_exceeded when CAF's handshake does
+  // not complete), not a hang.
+  auto late = start_client(dir, "late", host.address,
+                           {"--node.role=connect", "--node.timeout-ms=5000"});
+  auto late_status = late->wait(run_limit);
+  INFO(late->report());
+  REQUIRE(late_status.has_value());
+  CHECK((*late_status == 14 || *late_status == 4));
   // The queue and the other peers' facades live on.
   { std::ofstream{start} << "go\n"; }
   require_exit(*producer, 0);
