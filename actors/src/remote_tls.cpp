@@ -19,14 +19,13 @@
 // CAF 0.17.6's TLS session (libcaf_openssl's session.cpp) drains OpenSSL's
 // per-thread error queue only inside its log statements, which Debian's
 // build compiles out, and never clears it before a call. OpenSSL's
-// SSL_get_error reads that queue, so an error left by one connection -- a
-// peer gone without close_notify (every CAF peer: CAF never calls
-// SSL_shutdown), a refused handshake -- is taken by the next TLS read of
-// another peer in the same I/O thread for its own, and that connection is
-// dropped (observed: a producer process that exits cut a waiting consumer's
-// connection). OpenSSL's documented rule is to clear the queue before each
-// TLS I/O call; quern does it for CAF by defining these four functions in
-// the program, which the dynamic linker prefers over libssl's for
+// SSL_get_error reads that queue, so an error left by one connection (seen:
+// a peer gone without close_notify, as every CAF peer goes: CAF never calls
+// SSL_shutdown) is taken by the next TLS read of another peer in the same
+// I/O thread for its own, and that connection is dropped (observed: a
+// producer process that exits cut a waiting consumer's connection). OpenSSL's documented
+// rule is to clear the queue before each TLS I/O call; quern does it for CAF by defining
+// these four functions in the program, which the dynamic linker prefers over libssl's for
 // libcaf_openssl, and calling libssl's own after clearing.
 namespace {
 
