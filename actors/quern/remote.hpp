@@ -38,7 +38,8 @@ namespace quern {
 /// handshake) and is checked again by the node's hello. Raise it whenever a
 /// message of the queue protocol or a type in it changes shape: CAF drops a
 /// message it cannot read without answering it.
-constexpr uint32_t wire_version = 1;
+constexpr uint32_t wire_version =
+    2; // 2: queue_actor without the internal deadline message
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

@@ -25,7 +25,7 @@ caf::behavior deadline_relay(caf::event_based_actor* self, caf::weak_actor_ptr q
       },
       [=](deadline_atom, uint64_t tag) {
         if (auto q = queue.lock())
-          caf::anon_send(caf::actor_cast<queue_actor>(q), deadline_atom::value, tag);
+          caf::anon_send(caf::actor_cast<caf::actor>(q), deadline_atom::value, tag);
       },
   };
 }

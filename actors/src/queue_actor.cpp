@@ -32,10 +32,14 @@ using detail::enqueue_attempt;
 
 /// One queue actor: a thin shell that validates requests, turns them
 /// into attempts of the shared core, arms deadlines and watches clients.
-class queue_impl : public queue_actor::base {
+/// The queue's own interface: the public one and the wake-up of its
+/// deadlines, which no other actor sends (deadlines.cpp).
+using queue_impl_actor = queue_actor::extend<caf::reacts_to<deadline_atom, uint64_t>>;
+
+class queue_impl : public queue_impl_actor::base {
 public:
   queue_impl(caf::actor_config& cfg, queue_spec spec)
-      : queue_actor::base(cfg), core_(this, std::move(spec)) {}
+      : queue_impl_actor::base(cfg), core_(this, std::move(spec)) {}
 
   const char* name() const override { return "quern.queue"; }
 
@@ -389,7 +393,7 @@ std::map<std::pair<caf::actor_system*, std::string>, shared_entry> shared_queues
 
 /// A new queue actor, named in exit reports (quern::actor_system).
 static queue_actor spawn_tracked(caf::actor_system& sys, const queue_spec& spec) {
-  auto q = sys.spawn<queue_impl>(spec);
+  auto q = caf::actor_cast<queue_actor>(sys.spawn<queue_impl>(spec));
   detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(q),
                             std::string(queue_kind_name(spec.kind)) + " '" +
                                 spec.resource_name + "'");

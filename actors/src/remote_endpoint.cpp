@@ -151,7 +151,6 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
         self->delegate(self->state.remote, a, declared, started, t);
       },
       // The queue's own timer message; never meant for a peer.
-      [](deadline_atom, uint64_t) {},
   };
 }
 

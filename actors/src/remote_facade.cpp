@@ -107,7 +107,6 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
         self->send(q, a, declared, started, t);
       },
       // The queue's own timer message; a peer has no business sending it.
-      [](deadline_atom, uint64_t) {},
       // The queue's answers to what this relay streamed.
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
       [=](pulled_atom a, std::vector<element>& rows, caf::error& err) {
@@ -206,7 +205,6 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
         pass(self, a, declared, started, t);
       },
       // The queue's own timer message; a peer has no business sending it.
-      [](deadline_atom, uint64_t) {},
   };
 }
 

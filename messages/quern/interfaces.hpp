@@ -62,7 +62,10 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   unpush()       withdraws the sender's pending pushes: each is answered
 ///                  pushed(rows stored so far, cancelled) (a producer that
 ///                  stops and takes back what it still holds).
-///   deadline(id)   internal: a pending attempt's timeout expired.
+///   feeder(declared, started, timeout)
+///                  queue runners made for (declared) and started on (started)
+///                  this queue: a dequeue that waits while runners exist and
+///                  none was started fails after `timeout` with a diagnosis.
 using queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
     caf::replies_to<enqueue_many_atom, element, caf::timespan>::with<int32_t>,
@@ -79,7 +82,6 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<pull_many_atom, int32_t, int32_t, bool>,
     caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
     caf::reacts_to<unpush_atom>,
-    caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>,
-    caf::reacts_to<deadline_atom, uint64_t>>;
+    caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
 
 } // namespace quern
