@@ -14,10 +14,11 @@ set -euo pipefail
 # pkg-config: the test that builds a program against the installed quern.pc;
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
 # libssl-dev: quern's TLS checks its files with OpenSSL before CAF uses them;
-# openssl: the command the distributed tests make their CA and certificates with.
+# openssl: the command the distributed tests make their CA and certificates with;
+# clang-tidy: the test of the sizes of actors/' functions (tests/style/check_sizes.sh).
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
           libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
-          pkg-config libconcurrentqueue-dev libssl-dev openssl)
+          pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl)
 case "${1:-}" in
 --fuzz) packages+=(clang libclang-rt-14-dev) ;;
 --peers) packages+=(python3-numpy) ;;

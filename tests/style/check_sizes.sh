@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The size limits of actors/ (docs/architecture.md): no file over 500 lines,
+# no function over 80. Function sizes come from clang-tidy's
+# readability-function-size check, which reads each file as the compiler
+# does (the build's compile_commands.json), lambdas and all.
+#   check_sizes.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+max_file_lines=500
+max_function_lines=${QUERN_MAX_FUNCTION_LINES:-80}
+
+if ! command -v clang-tidy >/dev/null 2>&1; then
+  echo "check_sizes: clang-tidy is not installed (tools/install-deps.sh installs it)" >&2
+  exit 1
+fi
+if [ ! -f "$build/compile_commands.json" ]; then
+  echo "check_sizes: no $build/compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS)" >&2
+  exit 1
+fi
+
+status=0
+while IFS= read -r f; do
+  n=$(wc -l <"$f")
+  if [ "$n" -gt "$max_file_lines" ]; then
+    echo "${f#"$src"/}: $n lines (at most $max_file_lines in actors/)"
+    status=1
+  fi
+done < <(find "$src/actors" -name '*.cpp' -o -name '*.hpp' | sort)
+
+config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: $max_function_lines}]}"
+report=$(find "$src/actors/src" -name '*.cpp' | sort |
+  xargs -P "$(nproc)" -n 1 clang-tidy -p "$build" --quiet \
+    -checks='-*,readability-function-size' -config="$config" \
+    -header-filter="$src/actors/.*" 2>/dev/null |
+  grep -E 'readability-function-size|note: [0-9]+ lines including' || true)
+if [ -n "$report" ]; then
+  echo "functions of actors/ over $max_function_lines lines:"
+  echo "$report" | sed "s|$src/||" | sort -u
+  status=1
+fi
+
+if [ "$status" -eq 0 ]; then
+  echo "check_sizes: every file of actors/ has at most $max_file_lines lines and every" \
+    "function at most $max_function_lines"
+fi
+exit $status
