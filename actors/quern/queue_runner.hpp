@@ -279,14 +279,11 @@ struct enqueue_op {
 
   /// Whether there is a function to run.
   bool runnable() const {
-    return std::visit(
-        [](const auto& fn) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(fn)>, std::monostate>)
-            return false;
-          else
-            return static_cast<bool>(fn);
-        },
-        body);
+    if (auto fn = std::get_if<async_enqueue_fn>(&body))
+      return static_cast<bool>(*fn);
+    if (auto fn = std::get_if<blocking_enqueue_fn>(&body))
+      return static_cast<bool>(*fn);
+    return false;
   }
 };
 

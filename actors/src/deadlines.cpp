@@ -7,7 +7,6 @@
 #include <caf/send.hpp>
 
 #include "quern/atoms.hpp"
-#include "quern/interfaces.hpp"
 
 namespace quern::detail {
 

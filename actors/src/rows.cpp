@@ -85,35 +85,35 @@ std::vector<element> row_list::elements() const {
 }
 // -- batches ------------------------------------------------------------------
 
-element take_batch(const queue_spec& spec_, row_list& rows) {
+element take_batch(const queue_spec& spec, row_list& rows) {
   if (rows.runs().size() == 1) {
     auto& r = rows.runs().front();
     bool whole = r.batched && r.begin == 0 &&
-                 r.data.components.size() == spec_.num_components() &&
-                 !spec_.shapes.empty();
-    for (size_t i = 0; whole && i < spec_.num_components(); ++i)
-      whole = spec_.shapes[i].fully_defined() && r.data.components[i].dim0() == r.count;
+                 r.data.components.size() == spec.num_components() &&
+                 !spec.shapes.empty();
+    for (size_t i = 0; whole && i < spec.num_components(); ++i)
+      whole = spec.shapes[i].fully_defined() && r.data.components[i].dim0() == r.count;
     if (whole) {
       auto batch = std::move(rows.front_data());
       rows.clear();
       return batch;
     }
   }
-  auto batch = make_batch(spec_, rows);
+  auto batch = make_batch(spec, rows);
   rows.clear();
   return batch;
 }
 
-element make_batch(const queue_spec& spec_, const row_list& rows) {
+element make_batch(const queue_spec& spec, const row_list& rows) {
   element batch;
-  batch.components.reserve(spec_.num_components());
+  batch.components.reserve(spec.num_components());
   // Fully defined shapes: concatenate the runs; rows of one batch that went
   // through unchanged come back as a view of it (docs/queues.md, Storage).
   std::vector<tensor> slices;
   std::vector<tensor::rows_part> parts;
   std::vector<element> materialized; // padding needs the rows one by one
-  for (size_t i = 0; i < spec_.num_components(); ++i) {
-    auto row_shape = spec_.shapes[i];
+  for (size_t i = 0; i < spec.num_components(); ++i) {
+    auto row_shape = spec.shapes[i];
     if (row_shape.fully_defined()) {
       slices.clear();
       parts.clear();
@@ -129,7 +129,7 @@ element make_batch(const queue_spec& spec_, const row_list& rows) {
           parts.push_back({&slices.back(), true});
         }
       }
-      batch.components.push_back(tensor::concat_rows(parts, spec_.dtypes[i], row_shape));
+      batch.components.push_back(tensor::concat_rows(parts, spec.dtypes[i], row_shape));
       continue;
     }
     if (materialized.empty() && !rows.empty())
@@ -154,8 +154,7 @@ element make_batch(const queue_spec& spec_, const row_list& rows) {
       for (auto& t : column)
         t = t.padded_to(row_shape);
     }
-    batch.components.push_back(
-        tensor::stack_or_empty(column, spec_.dtypes[i], row_shape));
+    batch.components.push_back(tensor::stack_or_empty(column, spec.dtypes[i], row_shape));
   }
   return batch;
 }
