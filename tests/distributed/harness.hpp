@@ -5,7 +5,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -80,6 +82,14 @@ inline std::vector<int64_t> taken(const std::string& path) {
     if (!line.empty() && line != "ready")
       vs.push_back(std::stoll(line));
   return vs;
+}
+
+// The values producer `id` of node.cpp makes, `count` of them: id * 1000000 + i.
+inline std::multiset<int64_t> rows_made(int64_t id, int64_t count) {
+  std::multiset<int64_t> made;
+  for (int64_t i = 0; i < count; ++i)
+    made.insert(id * 1000000 + i);
+  return made;
 }
 
 inline bool is_ready(const std::string& path) {
