@@ -179,3 +179,12 @@ TEST_CASE("C-1 Q-3 Q-4 set-up mistakes are argument_errors, kernel checks op err
   CHECK(code_of(err) == error_code::invalid_argument);
   CHECK(message_of(err) == "bad");
 }
+
+TEST_CASE("a value that is no queue kind is refused by name", "[queue_kind]") {
+  auto bad = static_cast<queue_kind>(9);
+  CHECK_THROWS_AS(make_queue_spec(bad, opts(1, {dtype::int32})), invalid_argument_error);
+  CHECK_THROWS_WITH(make_queue_spec(bad, opts(1, {dtype::int32})),
+                    "unknown queue kind 9");
+  CHECK(std::string(queue_kind_name(bad)) == "Queue");
+  CHECK(std::string(queue_kind_name(queue_kind::padding_fifo)) == "PaddingFIFOQueue");
+}

@@ -142,3 +142,16 @@ TEST_CASE("concat_rows joins batches and single rows, zero-copy when contiguous"
       tensor::concat_rows({{&strings, true}, {&s1, false}}, dtype::string, tensor_shape{})
           .to_vector<std::string>() == std::vector<std::string>{"a", "b", "c"});
 }
+
+TEST_CASE("visit_dtype maps every dtype to its type and refuses other values",
+          "[dtype]") {
+  for (auto t : all_dtypes) {
+    auto same =
+        visit_dtype(t, [](auto tag) { return dtype_of_v<typename decltype(tag)::type>; });
+    CHECK(same == t);
+  }
+  CHECK(dtype_size(dtype::float64) == 8);
+  CHECK(dtype_size(dtype::string) == 0);
+  CHECK_THROWS_AS(dtype_size(static_cast<dtype>(99)), invalid_argument_error);
+  CHECK_THROWS_WITH(dtype_size(static_cast<dtype>(99)), "invalid dtype 99");
+}
