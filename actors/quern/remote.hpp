@@ -38,8 +38,9 @@ namespace quern {
 /// handshake) and is checked again by the node's hello. Raise it whenever a
 /// message of the queue protocol or a type in it changes shape: CAF drops a
 /// message it cannot read without answering it.
-constexpr uint32_t wire_version =
-    2; // 2: queue_actor without the internal deadline message
+// 2: queue_actor without the internal deadline message;
+// 3: one pull(demand) answered by pulled(xs, error).
+constexpr uint32_t wire_version = 3;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();
