@@ -708,7 +708,6 @@ private:
       c_.send(unpull_atom::value);
       c_.size(); // barrier
       while (!m_.pulls.empty()) {
-        auto p = m_.pulls.front();
         m_.pulls.pop_front();
         auto a = c_.streamed();
         PROMISE(a.has_value());
