@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -14,6 +15,55 @@
 #include "quern/interfaces.hpp"
 
 namespace quern {
+
+namespace detail {
+
+/// The credit a streaming client (queue_writer, queue_reader, batch_reader)
+/// has out at its queue: the messages it sent that still owe an answer,
+/// oldest first, each with the units (rows or batches) it still owes. A queue
+/// serves one client's messages in order, so answers settle the oldest.
+class credit_ledger {
+public:
+  /// A message asking for, or handing over, `units`.
+  void sent(size_t units) {
+    owed_.push_back(units);
+    total_ += units;
+  }
+  /// The units the oldest message still owes (0 if none is out).
+  size_t oldest() const { return owed_.empty() ? 0 : owed_.front(); }
+  /// An answer to the oldest message brought `got` of its units. The message
+  /// is settled when `settled` (an error ended it, or it is answered once)
+  /// or when it owes nothing more.
+  void answered(size_t got, bool settled) {
+    if (owed_.empty())
+      return; // nothing was owed (cannot happen with a well-behaved queue)
+    auto& front = owed_.front();
+    got = std::min(got, front);
+    front -= got;
+    total_ -= got;
+    if (!settled && front > 0)
+      return;
+    total_ -= front;
+    owed_.pop_front();
+  }
+  /// The queue is gone: nothing outstanding will be answered. Returns the
+  /// units that were owed.
+  size_t forget() {
+    auto owed = total_;
+    owed_.clear();
+    total_ = 0;
+    return owed;
+  }
+  size_t messages() const { return owed_.size(); }
+  size_t units() const { return total_; }
+  bool empty() const { return owed_.empty(); }
+
+private:
+  std::deque<size_t> owed_;
+  size_t total_ = 0;
+};
+
+} // namespace detail
 
 /// A blocking handle on a queue actor for plain `main()` code or detached
 /// actors (never call it from an event-based actor: it blocks its thread).
@@ -93,9 +143,8 @@ private:
   caf::scoped_actor self_;
   queue_actor queue_;
   size_t window_;
-  std::vector<element> pending_; // not sent yet
-  std::deque<size_t> in_flight_; // sizes of pushes awaiting an ack
-  size_t in_flight_rows_ = 0;
+  std::vector<element> pending_;    // not sent yet
+  detail::credit_ledger in_flight_; // pushes awaiting an ack, in rows
   int64_t stored_ = 0;
   int64_t refused_ = 0;
   caf::error error_;
@@ -129,7 +178,7 @@ private:
   queue_actor queue_;
   size_t window_;
   std::deque<element> buffer_;
-  size_t outstanding_pulls_ = 0;
+  detail::credit_ledger granted_; // pulls not answered yet, in rows
   bool queue_down_ = false;
   caf::error end_;
 };
@@ -171,10 +220,7 @@ private:
   batch_cut cut_;
   size_t window_;
   std::deque<element> batches_;
-  /// Batches still owed by each demand sent, oldest first (the queue serves
-  /// one client's attempts in order), and their sum.
-  std::deque<int32_t> owed_;
-  size_t owed_total_ = 0;
+  detail::credit_ledger owed_; // demands not settled yet, in batches
   bool queue_down_ = false;
   caf::error end_;
 };

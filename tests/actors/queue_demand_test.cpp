@@ -220,3 +220,29 @@ TEST_CASE_METHOD(system_fixture,
                [&](caf::error& e) { FAIL("dequeue_many failed: " << render(e)); });
   CHECK(got == std::vector<int64_t>{1, 2, 3});
 }
+
+TEST_CASE("a credit_ledger settles the oldest message first and forgets on loss",
+          "[demand][stream]") {
+  detail::credit_ledger l;
+  CHECK(l.empty());
+  CHECK(l.oldest() == 0);
+  l.sent(4);
+  l.sent(3);
+  CHECK(l.messages() == 2);
+  CHECK(l.units() == 7);
+  l.answered(2, false); // part of the oldest: it still owes 2
+  CHECK(l.messages() == 2);
+  CHECK(l.oldest() == 2);
+  CHECK(l.units() == 5);
+  l.answered(0, true); // ended early (an error): its rest is no longer owed
+  CHECK(l.messages() == 1);
+  CHECK(l.units() == 3);
+  l.answered(5, false); // more than owed counts as all of it
+  CHECK(l.empty());
+  CHECK(l.units() == 0);
+  l.answered(1, true); // nothing out: ignored
+  CHECK(l.empty());
+  l.sent(6);
+  CHECK(l.forget() == 6);
+  CHECK(l.empty());
+}
