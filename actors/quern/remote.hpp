@@ -39,7 +39,9 @@ namespace quern {
 /// message of the queue protocol or a type in it changes shape: CAF drops a
 /// message it cannot read without answering it.
 constexpr uint32_t wire_version =
-    2; // 2: queue_actor without the internal deadline message
+    3; // 2: queue_actor without the internal deadline message; 3: feeder's
+       // `started` is -1 when a runner ends (a queue of version 2 would take
+       // the end of its last runner for runners never started)
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

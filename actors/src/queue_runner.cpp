@@ -203,8 +203,8 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
     }
   }
   resolve_name(self);
-  if (!d.last) // the first start: the queue is fed now
-    self->send(d.queue, feeder_atom::value, int32_t{0}, int32_t{1}, caf::timespan{0});
+  // The queue is fed now; the runner actor tells it when it ends.
+  self->send(d.queue, feeder_atom::value, int32_t{0}, int32_t{1}, caf::timespan{0});
   auto stop = std::make_shared<std::atomic<bool>>(false);
   auto outcome = std::make_shared<runner_outcome>();
   d.with_coordinator = static_cast<bool>(coord);

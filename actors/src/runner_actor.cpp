@@ -162,10 +162,14 @@ runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg)
   self->set_exception_handler(keep_exception_message);
   self->state.cfg = std::move(cfg);
   self->state.keep_alive = caf::actor_cast<caf::actor>(self);
-  // Ended otherwise than by check_finished (killed at exit, or an
-  // exception): the handle still gets the outcome.
-  self->attach_functor([outcome = self->state.cfg.outcome, tally = self->state.tally] {
+  // However it ends (check_finished publishes first; killed at exit, or an
+  // exception), the handle gets the outcome, and the queue learns that
+  // this runner no longer feeds it (a dequeue of a pipeline consumer may
+  // wait for that, feeders.hpp).
+  self->attach_functor([outcome = self->state.cfg.outcome, tally = self->state.tally,
+                        queue = self->state.cfg.queue] {
     outcome->publish(tally->rows_dropped, tally->exceptions);
+    caf::anon_send(queue, feeder_atom::value, int32_t{0}, int32_t{-1}, caf::timespan{0});
   });
   if (self->state.cfg.coord)
     self->monitor(self->state.cfg.coord);

@@ -63,9 +63,10 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///                  pushed(rows stored so far, cancelled) (a producer that
 ///                  stops and takes back what it still holds).
 ///   feeder(declared, started, timeout)
-///                  queue runners made for (declared) and started on (started)
-///                  this queue: a dequeue that waits while runners exist and
-///                  none was started fails after `timeout` with a diagnosis.
+///                  queue runners made for (declared) and started on or ended
+///                  on (started: +1, -1) this queue: a dequeue that waits
+///                  while runners exist and none was started fails after
+///                  `timeout` with a diagnosis.
 using queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
     caf::replies_to<enqueue_many_atom, element, caf::timespan>::with<int32_t>,
