@@ -28,8 +28,9 @@ enum class starvation_action {
 };
 
 struct pipeline_options {
-  /// How long a consumer's dequeue waits before the pipeline looks at why it
-  /// is not fed.
+  /// How long a consumer's dequeue waits before it is told why it is not
+  /// fed, if nothing feeds its queue; a dequeue still waiting then is told
+  /// when the last runner of the queue ends without closing it.
   caf::timespan starvation_timeout = std::chrono::seconds(10);
   /// The queue has queue runners, but none was ever started
   /// (start_queue_runners was forgotten: TensorFlow hangs forever).
