@@ -155,9 +155,9 @@ TEST_CASE("a waiting consumer keeps its place in line: one request, not one per 
   auto a = call_in_thread(first, [&] { return in.dequeue(); });
   // A consumer that re-asked in slices would have gone behind the plain
   // dequeue that arrives now; the queue serves waiting dequeues in order.
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(500ms);
   auto b = call_in_thread(second, [&] { return blocking_queue{sys, q}.dequeue(); });
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(500ms);
   blocking_queue feed{sys, q};
   feed.enqueue(int_element(1));
   feed.enqueue(int_element(2));
