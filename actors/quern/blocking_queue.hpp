@@ -134,37 +134,22 @@ private:
   caf::error end_;
 };
 
-/// How a batch_reader cuts the rows it receives into batches.
-enum class batch_cut {
-  /// Each answer as it comes: 1..batch_size rows, as soon as any is there.
-  any_size,
-  /// Exactly batch_size rows each, as dequeue_many(batch_size): at the end
-  /// of data, the rows of a final partial batch stay in the queue and pull()
-  /// throws out_of_range_error with dequeue_many's message.
-  dequeue_many,
-  /// Exactly batch_size rows while the queue is open; once it is closed, the
-  /// rest as a smaller final batch, as dequeue_up_to(batch_size) (TF's
-  /// allow_smaller_final_batch).
-  dequeue_up_to,
-};
-
 /// A consumer of batches on the streaming protocol: keeps demand for several
 /// batches granted and hands them out one at a time, so the consumer
-/// rarely waits for a round trip. With batch_cut::any_size each answer is a
-/// batch of 1..batch_size rows (a view of an enqueued batch when the rows are
-/// consecutive rows of one); with dequeue_many / dequeue_up_to, batches are
-/// exactly those of the strict calls (the queue holds rows incrementally and
-/// respects min_after_dequeue), and batches that are ready together travel
-/// in one message. try_pull() returns nullopt once the queue is closed and
-/// drained. Batches received but not taken go back to the front of the
-/// queue when the reader is destroyed, so none is lost. The queue's
-/// components must have specified shapes. Threads may share one reader:
-/// each batch goes to exactly one pull().
+/// rarely waits for a round trip. With batch_cut::any_size each batch has
+/// 1..batch_size rows, as soon as any is there (a view of an enqueued batch
+/// when the rows are consecutive rows of one); with dequeue_many /
+/// dequeue_up_to, batches are exactly those of the strict calls (the queue
+/// holds rows incrementally and respects min_after_dequeue). Batches that
+/// are ready together travel in one message. try_pull() returns nullopt once
+/// the queue is closed and drained. Batches received but not taken go back
+/// to the front of the queue when the reader is destroyed, so none is lost.
+/// The queue's components must have specified shapes. Threads may share one
+/// reader: each batch goes to exactly one pull().
 class batch_reader {
 public:
-  /// `window`: with dequeue_many / dequeue_up_to, the batches granted or
-  /// received but not yet handed out, at most (demand goes out in chunks of
-  /// half of it); any_size keeps 16 single-batch pulls granted.
+  /// `window`: the batches granted or received but not yet handed out, at
+  /// most (demand goes out in chunks of at least half of it).
   batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
                batch_cut cut = batch_cut::any_size, size_t window = 64);
   ~batch_reader();
@@ -178,7 +163,6 @@ public:
 private:
   void grant();
   void await_one();
-  size_t outstanding() const;
 
   std::mutex mtx_;
   caf::scoped_actor self_;
@@ -187,10 +171,8 @@ private:
   batch_cut cut_;
   size_t window_;
   std::deque<element> batches_;
-  /// any_size: pulls granted, one batch each.
-  size_t outstanding_pulls_ = 0;
-  /// dequeue_many/up_to: batches still owed by each pull_many sent, oldest
-  /// first (the queue serves one client's attempts in order), and their sum.
+  /// Batches still owed by each demand sent, oldest first (the queue serves
+  /// one client's attempts in order), and their sum.
   std::deque<int32_t> owed_;
   size_t owed_total_ = 0;
   bool queue_down_ = false;

@@ -138,7 +138,7 @@ public:
   /// back to `q`.
   template <class F>
   void pull(const queue_actor& q, int32_t n, F f) {
-    if (on_pulled_ || on_pulled_batch_)
+    if (on_pulled_)
       throw std::logic_error("quern::async_run::pull while a pull is pending");
     on_pulled_ = [this, f](std::vector<element>& rows, caf::error& err) mutable {
       if (err)
@@ -146,24 +146,22 @@ public:
       else
         guarded([&] { f(rows); });
     };
-    pull_sent(q);
-    self_->send(q, pull_atom::value, n);
+    send_pull(q, n, true);
   }
 
   /// Like pull(), but the 1..n rows come as one batch `f(element& batch)`
   /// (a view of an enqueued batch when they are consecutive rows of it).
   template <class F>
   void pull_batch(const queue_actor& q, int32_t n, F f) {
-    if (on_pulled_ || on_pulled_batch_)
+    if (on_pulled_)
       throw std::logic_error("quern::async_run::pull_batch while a pull is pending");
-    on_pulled_batch_ = [this, f](element& batch, caf::error& err) mutable {
+    on_pulled_ = [this, f](std::vector<element>& batches, caf::error& err) mutable {
       if (err)
         fail(std::move(err));
       else
-        guarded([&] { f(batch); });
+        guarded([&] { f(batches.front()); });
     };
-    pull_sent(q);
-    self_->send(q, pull_batch_atom::value, n);
+    send_pull(q, n, false);
   }
 
 private:
@@ -201,6 +199,16 @@ private:
   /// The bookkeeping of sources (queue_runner.cpp).
   void request_sent(const queue_actor& q);
   void pull_sent(const queue_actor& q);
+  /// Asks `q` for 1..n rows, as rows or as one batch (a demand, cut any).
+  void send_pull(const queue_actor& q, int32_t n, bool as_rows) {
+    pull_sent(q);
+    pull_as_rows_ = as_rows;
+    demand d;
+    d.n = n;
+    d.cut = batch_cut::any_size;
+    d.as_rows = as_rows;
+    self_->send(q, pull_atom::value, d);
+  }
   /// An answer to a dequeue helper: false if the run was abandoned (the rows
   /// went back to `q`), else the rows are recorded as this run's sources.
   bool answer_arrived(const queue_actor& q, const element& e, bool is_batch);
@@ -226,8 +234,11 @@ private:
   detail::run_output out_;
   caf::error error_;
   std::function<void()> on_complete_;
+  /// The pending pull's continuation: its rows, or its one batch.
   std::function<void(std::vector<element>&, caf::error&)> on_pulled_;
-  std::function<void(element&, caf::error&)> on_pulled_batch_;
+  /// Whether the last pull asked for rows rather than a batch (its answer
+  /// may come after the run was abandoned, and its rows still go back).
+  bool pull_as_rows_ = true;
   const std::atomic<bool>* stop_ = nullptr;
   /// Rows this run took from upstream queues, and where from.
   std::vector<detail::taken_rows> taken_;

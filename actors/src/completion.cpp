@@ -49,20 +49,6 @@ completion completion::pulled_to(caf::strong_actor_ptr client) {
   return c;
 }
 
-completion completion::pulled_batch_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::pulled_batch;
-  c.client_ = std::move(client);
-  return c;
-}
-
-completion completion::batches_to(caf::strong_actor_ptr client) {
-  completion c;
-  c.kind_ = kind::batches;
-  c.client_ = std::move(client);
-  return c;
-}
-
 void completion::deliver_count(caf::local_actor* self, int32_t stored, caf::error err) {
   if (kind_ == kind::pushed)
     send_to(self, client_, pushed_atom::value, stored, std::move(err));
@@ -72,22 +58,15 @@ void completion::deliver_count(caf::local_actor* self, int32_t stored, caf::erro
     rp_.deliver(stored);
 }
 
-void completion::deliver_element(caf::local_actor*, element e) {
-  rp_.deliver(std::move(e));
-}
-
-void completion::deliver_rows(caf::local_actor* self, std::vector<element> rows,
-                              caf::error err) {
-  send_to(self, client_, pulled_atom::value, std::move(rows), std::move(err));
-}
-
-void completion::deliver_batch(caf::local_actor* self, element batch, caf::error err) {
-  send_to(self, client_, pulled_atom::value, std::move(batch), std::move(err));
-}
-
-void completion::deliver_batches(caf::local_actor* self, std::vector<element> batches,
-                                 caf::error err) {
-  send_to(self, client_, batches_atom::value, std::move(batches), std::move(err));
+void completion::deliver_pulled(caf::local_actor* self, std::vector<element> xs,
+                                caf::error err) {
+  if (kind_ == kind::pulled) {
+    send_to(self, client_, pulled_atom::value, std::move(xs), std::move(err));
+  } else if (err) {
+    rp_.deliver(std::move(err));
+  } else {
+    rp_.deliver(std::move(xs.front()));
+  }
 }
 
 void completion::deliver_bool(bool value) {
@@ -104,12 +83,6 @@ void completion::deliver_error(caf::local_actor* self, caf::error err) {
     break;
   case kind::pulled:
     send_to(self, client_, pulled_atom::value, std::vector<element>{}, std::move(err));
-    break;
-  case kind::pulled_batch:
-    send_to(self, client_, pulled_atom::value, element{}, std::move(err));
-    break;
-  case kind::batches:
-    send_to(self, client_, batches_atom::value, std::vector<element>{}, std::move(err));
     break;
   }
 }

@@ -22,28 +22,23 @@ public:
   static completion promise(caf::response_promise rp);
   /// A streamed push: the sender gets pushed(stored, error).
   static completion pushed_to(caf::strong_actor_ptr client);
-  /// A streamed pull: the sender gets pulled(rows, error).
+  /// A streamed pull (a demand): the sender gets pulled(xs, error), possibly
+  /// several times.
   static completion pulled_to(caf::strong_actor_ptr client);
-  /// A streamed batch pull: the sender gets pulled(batch, error).
-  static completion pulled_batch_to(caf::strong_actor_ptr client);
-  /// A pull_many: the sender gets batches(batches, error), possibly several
-  /// times.
-  static completion batches_to(caf::strong_actor_ptr client);
 
   bool is_stream() const { return kind_ != kind::promise; }
   const caf::strong_actor_ptr& client() const { return client_; }
 
   void deliver_count(caf::local_actor* self, int32_t stored, caf::error err);
-  void deliver_element(caf::local_actor* self, element e);
-  void deliver_rows(caf::local_actor* self, std::vector<element> rows, caf::error err);
-  void deliver_batch(caf::local_actor* self, element batch, caf::error err);
-  void deliver_batches(caf::local_actor* self, std::vector<element> batches,
-                       caf::error err);
+  /// What a demand yields: the batches (or rows) ready now and why it ended,
+  /// if it did. A promise (a strict dequeue, count 1) gets either the one
+  /// element or the error.
+  void deliver_pulled(caf::local_actor* self, std::vector<element> xs, caf::error err);
   void deliver_bool(bool value);
   void deliver_error(caf::local_actor* self, caf::error err);
 
 private:
-  enum class kind { promise, pushed, pulled, pulled_batch, batches };
+  enum class kind { promise, pushed, pulled };
   kind kind_ = kind::promise;
   caf::response_promise rp_;
   caf::strong_actor_ptr client_;

@@ -63,16 +63,14 @@ public:
         },
         [this](dequeue_atom, caf::timespan timeout) {
           auto rp = make_response_promise<element>();
-          dequeue_attempt a;
-          a.what = dequeue_attempt::op::dequeue;
-          add(std::move(a), rp, timeout);
+          add_strict(one_row(), rp, timeout);
           return rp;
         },
         [this](dequeue_many_atom, int32_t n, caf::timespan timeout) {
-          return dequeue_many(dequeue_attempt::op::dequeue_many, n, timeout);
+          return dequeue_many(batch_cut::dequeue_many, n, timeout);
         },
         [this](dequeue_up_to_atom, int32_t n, caf::timespan timeout) {
-          return dequeue_many(dequeue_attempt::op::dequeue_up_to, n, timeout);
+          return dequeue_many(batch_cut::dequeue_up_to, n, timeout);
         },
         [this](close_atom, bool cancel_pending_enqueues) {
           return close(cancel_pending_enqueues);
@@ -82,11 +80,7 @@ public:
         [this](spec_atom) { return core_.spec(); },
         [this](push_atom, std::vector<element>& rows) { push_rows(rows); },
         [this](push_batch_atom, element& batch) { push_batch(batch); },
-        [this](pull_atom, int32_t n) { pull(dequeue_attempt::op::pull, n); },
-        [this](pull_batch_atom, int32_t n) { pull(dequeue_attempt::op::pull_batch, n); },
-        [this](pull_many_atom, int32_t n, int32_t batches, bool up_to) {
-          pull_many(n, batches, up_to);
-        },
+        [this](pull_atom, const demand& d) { pull(d); },
         [this](give_back_atom, std::vector<element>& rows) { give_back(rows); },
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
@@ -229,68 +223,52 @@ private:
     core_.add(std::move(a));
   }
 
-  // A streamed pull of up to n rows: as rows (pull) or as one batch
-  // (pull_batch), completing as soon as at least one row is there.
-  void pull(dequeue_attempt::op what, int32_t n) {
-    auto client = current_sender();
-    bool batch = what == dequeue_attempt::op::pull_batch;
-    auto done = batch ? detail::completion::pulled_batch_to(client)
-                      : detail::completion::pulled_to(client);
-    if (n <= 0) {
-      done.deliver_error(this, make_error(error_code::invalid_argument,
-                                          "pull needs a positive number of rows, got " +
-                                              std::to_string(n)));
-      return;
-    }
-    if (batch && !core_.spec().shapes_specified()) {
-      done.deliver_error(this,
-                         make_error(error_code::invalid_argument,
-                                    std::string(queue_kind_name(core_.spec().kind)) +
-                                        "'s batch pulls require the components to "
-                                        "have specified shapes."));
-      return;
-    }
-    dequeue_attempt a;
-    a.what = what;
-    a.id = next_id_++;
-    a.n = n;
-    a.client = caf::actor_cast<caf::actor_addr>(client);
-    watch(a.client);
-    a.done = std::move(done);
-    auto id = a.id;
-    auto who = a.client;
-    if (core_.add(std::move(a)))
-      watch_starvation(id, who);
+  // dequeue(): one row, as soon as there is one.
+  static demand one_row() {
+    demand d;
+    d.cut = batch_cut::any_size;
+    d.as_rows = true;
+    return d;
   }
 
-  // Demand for `batches` batches of exactly n rows (dequeue_many's
-  // semantics; dequeue_up_to's at the end with `up_to`).
-  void pull_many(int32_t n, int32_t batches, bool up_to) {
-    auto client = current_sender();
-    auto done = detail::completion::batches_to(client);
+  // Why a demand cannot be served, or none.
+  caf::error check_demand(const demand& d) const {
+    if (d.n <= 0 || d.count <= 0)
+      return make_error(error_code::invalid_argument,
+                        "pull needs a positive batch size and batch count, got " +
+                            std::to_string(d.n) + " and " + std::to_string(d.count));
+    auto cut = static_cast<uint8_t>(d.cut);
+    if (cut > static_cast<uint8_t>(batch_cut::dequeue_up_to))
+      return make_error(error_code::invalid_argument,
+                        "pull names no batch cut: " + std::to_string(cut));
+    if (d.as_rows && d.count != 1)
+      return make_error(error_code::invalid_argument,
+                        "a pull of rows asks for one batch, got " +
+                            std::to_string(d.count));
     const auto& spec = core_.spec();
-    if (n <= 0 || batches <= 0) {
-      done.deliver_error(this, make_error(error_code::invalid_argument,
-                                          "pull_many needs a positive batch size and "
-                                          "batch count, got " +
-                                              std::to_string(n) + " and " +
-                                              std::to_string(batches)));
-      return;
-    }
-    if (!spec.shapes_specified()) {
-      done.deliver_error(this, make_error(error_code::invalid_argument,
-                                          std::string(queue_kind_name(spec.kind)) +
-                                              "'s DequeueMany and DequeueUpTo require "
-                                              "the components to have specified "
-                                              "shapes."));
+    if (d.as_rows || spec.shapes_specified())
+      return caf::none;
+    if (d.cut == batch_cut::any_size)
+      return make_error(error_code::invalid_argument,
+                        std::string(queue_kind_name(spec.kind)) +
+                            "'s batch pulls require the components to have specified "
+                            "shapes.");
+    return make_error(error_code::invalid_argument,
+                      detail::rules_of(spec.kind).unshaped_dequeue_many_error());
+  }
+
+  // A streamed demand, answered with pulled(xs, error), possibly several
+  // times.
+  void pull(const demand& d) {
+    auto client = current_sender();
+    auto done = completion::pulled_to(client);
+    if (auto err = check_demand(d)) {
+      done.deliver_error(this, std::move(err));
       return;
     }
     dequeue_attempt a;
-    a.what = dequeue_attempt::op::pull_many;
     a.id = next_id_++;
-    a.n = n;
-    a.batches = batches;
-    a.up_to = up_to;
+    a.want = d;
     a.client = caf::actor_cast<caf::actor_addr>(client);
     watch(a.client);
     a.done = std::move(done);
@@ -300,11 +278,11 @@ private:
       watch_starvation(id, who);
   }
 
-  caf::typed_response_promise<element> dequeue_many(dequeue_attempt::op what, int32_t n,
+  caf::typed_response_promise<element> dequeue_many(batch_cut cut, int32_t n,
                                                     caf::timespan timeout) {
     auto rp = make_response_promise<element>();
     const auto& spec = core_.spec();
-    bool up_to = what == dequeue_attempt::op::dequeue_up_to;
+    bool up_to = cut == batch_cut::dequeue_up_to;
     if (!spec.shapes_specified()) {
       // checked before anything else, even for n == 0 or a closed queue.
       return rp.deliver(
@@ -318,11 +296,19 @@ private:
                          " requested " + std::to_string(n) + " < 0 elements"));
     if (n == 0)
       return rp.deliver(detail::make_batch(spec, {}));
-    dequeue_attempt a;
-    a.what = what;
-    a.n = n;
-    add(std::move(a), rp, timeout);
+    demand d;
+    d.n = n;
+    d.cut = cut;
+    add_strict(d, rp, timeout);
     return rp;
+  }
+
+  // A strict dequeue: the one-batch case of a demand.
+  void add_strict(const demand& d, caf::typed_response_promise<element>& rp,
+                  caf::timespan timeout) {
+    dequeue_attempt a;
+    a.want = d;
+    add(std::move(a), rp, timeout);
   }
 
   template <class Attempt, class Promise>

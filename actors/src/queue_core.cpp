@@ -155,160 +155,91 @@ queue_core::progress queue_core::serve(enqueue_attempt& a) {
 }
 
 queue_core::progress queue_core::serve(dequeue_attempt& a) {
-  switch (a.what) {
-  case dequeue_attempt::op::dequeue:
-    return serve_single(a);
-  case dequeue_attempt::op::pull:
-  case dequeue_attempt::op::pull_batch:
-    return serve_pull(a);
-  case dequeue_attempt::op::pull_many:
-    return serve_pull_many(a);
-  case dequeue_attempt::op::dequeue_many:
-  case dequeue_attempt::op::dequeue_up_to:
-    return kind_.incremental_batches() ? serve_many(a) : serve_many_whole(a);
-  }
-  return progress::none;
-}
-
-queue_core::progress queue_core::serve_single(dequeue_attempt& a) {
-  //
-  if (available() > 0) {
-    row_list one;
-    take(1, one);
-    a.done.deliver_element(self_, one.pop_front());
-    return progress::complete;
-  }
-  if (closed_) {
-    a.done.deliver_error(self_, insufficient(dequeue_name(), 1, storage_->size()));
-    return progress::complete;
-  }
-  return progress::none;
-}
-
-queue_core::progress queue_core::serve_pull(dequeue_attempt& a) {
-  // A streaming pull completes as soon as it can hand out at least one row.
-  auto avail = available();
-  if (avail > 0) {
-    row_list rows;
-    take(std::min(avail, static_cast<size_t>(a.n)), rows);
-    if (a.what == dequeue_attempt::op::pull_batch)
-      a.done.deliver_batch(self_, take_batch(spec_, rows), caf::none);
-    else
-      a.done.deliver_rows(self_, rows.take_elements(), caf::none);
-    return progress::complete;
-  }
-  if (closed_) {
-    a.done.deliver_error(self_, insufficient(dequeue_name(), 1, storage_->size()));
-    return progress::complete;
-  }
-  return progress::none;
-}
-
-queue_core::progress queue_core::serve_pull_many(dequeue_attempt& a) {
-  // `batches` dequeue_many(n) (or dequeue_up_to(n)) in a row, each served
-  // like serve_many / serve_many_whole; every batch ready now travels in
-  // one message, so a consumer that keeps demand granted wakes once per
+  // `count` dequeues of one consumer in a row; every batch ready now travels
+  // in one answer, so a consumer that keeps demand granted wakes once per
   // burst rather than once per batch.
-  const bool incremental = kind_.incremental_batches();
-  const auto n = static_cast<size_t>(a.n);
   std::vector<element> ready;
   caf::error end;
   bool progressed = false;
-  while (a.batches > 0) {
-    auto remaining = n - static_cast<size_t>(a.held.size());
-    auto size = storage_->size();
-    if (closed_ && size < remaining) {
-      if (a.up_to && a.held.size() + static_cast<int64_t>(size) > 0) {
-        take(size, a.held);
-        ready.push_back(take_batch(spec_, a.held));
-        --a.batches;
-        progressed = true;
-        continue;
-      }
-      if (a.up_to && has_live_enqueue_attempts())
-        break; // they will be refused or served first
-      end = insufficient(dequeue_many_name(), static_cast<int64_t>(remaining), size);
-      storage_->put_back(std::move(a.held));
-      a.held.clear();
-      a.batches = 0;
+  while (a.want.count > 0) {
+    auto step = a.want.cut == batch_cut::any_size ? cut_any(a, end) : cut_exact(a, end);
+    if (step == cut_step::waiting)
+      break;
+    progressed = true;
+    if (step == cut_step::held)
+      break;
+    if (step == cut_step::ended) {
+      a.want.count = 0;
       break;
     }
-    auto avail = available();
-    auto k = incremental ? std::min(remaining, avail) : (avail >= n ? n : 0);
-    if (k == 0)
-      break;
-    take(k, a.held);
-    progressed = true;
-    if (static_cast<size_t>(a.held.size()) < n)
-      break;
-    ready.push_back(take_batch(spec_, a.held));
-    --a.batches;
+    emit(a, ready);
+    --a.want.count;
   }
   if (!ready.empty() || end)
-    a.done.deliver_batches(self_, std::move(ready), std::move(end));
-  if (a.batches == 0)
+    a.done.deliver_pulled(self_, std::move(ready), std::move(end));
+  if (a.want.count == 0)
     return progress::complete;
   return progressed ? progress::partial : progress::none;
 }
 
-void queue_core::complete_many(dequeue_attempt& a) {
-  a.done.deliver_element(self_, take_batch(spec_, a.held));
+queue_core::cut_step queue_core::cut_any(dequeue_attempt& a, caf::error& end) {
+  // Q-30 (n = 1), and a streaming pull: complete as soon as at least one row
+  // can be handed out.
+  auto avail = available();
+  if (avail > 0) {
+    take(std::min(avail, static_cast<size_t>(a.want.n)), a.held);
+    return cut_step::batch;
+  }
+  if (closed_) {
+    end = insufficient(dequeue_name(), 1, storage_->size());
+    return cut_step::ended;
+  }
+  return cut_step::waiting;
 }
 
-queue_core::progress queue_core::serve_many(dequeue_attempt& a) {
+queue_core::cut_step queue_core::cut_exact(dequeue_attempt& a, caf::error& end) {
   // incremental; on a closed queue that cannot satisfy the rest,
   // dequeue_up_to returns what there is and dequeue_many puts back what it
-  // held and fails.
-  auto remaining = static_cast<size_t>(a.n - a.held.size());
-  if (closed_ && storage_->size() < remaining) {
-    bool up_to = a.what == dequeue_attempt::op::dequeue_up_to;
-    if (up_to && a.held.size() + static_cast<int64_t>(storage_->size()) > 0) {
-      take(storage_->size(), a.held);
-      complete_many(a);
-      return progress::complete;
+  // held and fails. Q-73: a kind without incremental batches waits until n
+  // are there and takes them at once (PriorityQueue: the n smallest).
+  const auto n = static_cast<size_t>(a.want.n);
+  const auto remaining = n - static_cast<size_t>(a.held.size());
+  const auto size = storage_->size();
+  if (closed_ && size < remaining) {
+    const bool up_to = a.want.cut == batch_cut::dequeue_up_to;
+    if (up_to && a.held.size() + static_cast<int64_t>(size) > 0) {
+      // Q-74 for PriorityQueue: TensorFlow loses these rows; quern returns
+      // them sorted.
+      take(size, a.held);
+      return cut_step::batch;
     }
     if (up_to && has_live_enqueue_attempts())
-      return progress::none; // they will be refused or served first
-    auto err = insufficient(dequeue_many_name(), static_cast<int64_t>(remaining),
-                            storage_->size());
+      return cut_step::waiting; // they will be refused or served first
+    end = insufficient(dequeue_many_name(), static_cast<int64_t>(remaining), size);
     storage_->put_back(std::move(a.held));
     a.held.clear();
-    a.done.deliver_error(self_, std::move(err));
-    return progress::complete;
+    return cut_step::ended;
   }
-  auto k = std::min(remaining, available());
+  const auto avail = available();
+  const auto k = kind_.incremental_batches() ? std::min(remaining, avail)
+                                             : (avail >= n ? n : size_t{0});
   take(k, a.held);
-  if (a.held.size() == a.n) {
-    complete_many(a);
-    return progress::complete;
-  }
-  return k > 0 ? progress::partial : progress::none;
+  if (static_cast<size_t>(a.held.size()) == n)
+    return cut_step::batch;
+  return k > 0 ? cut_step::held : cut_step::waiting;
 }
 
-queue_core::progress queue_core::serve_many_whole(dequeue_attempt& a) {
-  // not incremental, waits until n are there, then takes them at once
-  // (PriorityQueue: the n smallest).
-  auto n = static_cast<size_t>(a.n);
-  auto size = storage_->size();
-  if (closed_ && size < n) {
-    bool up_to = a.what == dequeue_attempt::op::dequeue_up_to;
-    if (up_to && size > 0) {
-      // TensorFlow loses these elements; quern returns them sorted.
-      take(size, a.held);
-      complete_many(a);
-      return progress::complete;
-    }
-    if (up_to && has_live_enqueue_attempts())
-      return progress::none;
-    a.done.deliver_error(self_, insufficient(dequeue_many_name(), a.n, size));
-    return progress::complete;
+void queue_core::emit(dequeue_attempt& a, std::vector<element>& ready) {
+  if (!a.want.as_rows) {
+    ready.push_back(take_batch(spec_, a.held));
+    return;
   }
-  if (size >= n) {
-    take(n, a.held);
-    complete_many(a);
-    return progress::complete;
+  if (ready.empty()) {
+    ready = a.held.take_elements();
+    return;
   }
-  return progress::none;
+  for (auto& row : a.held.take_elements())
+    ready.push_back(std::move(row));
 }
 
 void queue_core::close_cancelling(completion done) {

@@ -12,6 +12,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/error.hpp>
 
+#include "quern/demand.hpp"
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
 
@@ -32,14 +33,12 @@ struct enqueue_attempt {
   completion done;
 };
 
+/// One demand (quern/demand.hpp) waiting to be served: a strict dequeue
+/// (count 1, answered through a promise) or a streaming pull.
 struct dequeue_attempt {
-  enum class op { dequeue, dequeue_many, dequeue_up_to, pull, pull_batch, pull_many };
-  op what = op::dequeue;
   uint64_t id = 0;
-  int32_t n = 1;
-  int32_t batches = 1; // pull_many: batches still owed
-  bool up_to = false;  // pull_many: dequeue_up_to's end
-  row_list held;       // rows taken while waiting for the rest
+  demand want;   // want.count: batches still owed
+  row_list held; // rows taken for the current batch while waiting for the rest
   caf::actor_addr client;
   completion done;
 };
@@ -92,18 +91,17 @@ private:
   void flush();
   progress serve(enqueue_attempt& a);
   progress serve(dequeue_attempt& a);
-  progress serve_single(dequeue_attempt& a);
-  progress serve_many(dequeue_attempt& a);
-  progress serve_many_whole(dequeue_attempt& a);
-  progress serve_pull(dequeue_attempt& a);
-  progress serve_pull_many(dequeue_attempt& a);
+  /// What cutting one batch of a demand did.
+  enum class cut_step { waiting, held, batch, ended };
+  cut_step cut_any(dequeue_attempt& a, caf::error& end);
+  cut_step cut_exact(dequeue_attempt& a, caf::error& end);
+  void emit(dequeue_attempt& a, std::vector<element>& ready);
   void take(size_t n, row_list& out);
   /// Elements that may be taken now (min_after_dequeue while open, Q-51).
   size_t available() const;
   bool has_live_enqueue_attempts() const;
   caf::error insufficient(const std::string& prefix, int64_t requested,
                           size_t current) const;
-  void complete_many(dequeue_attempt& a);
 
   caf::local_actor* self_;
   queue_spec spec_;

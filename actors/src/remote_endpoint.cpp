@@ -137,11 +137,7 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
       [self](push_batch_atom a, element& b) {
         self->delegate(self->state.remote, a, std::move(b));
       },
-      [self](pull_atom a, int32_t n) { self->delegate(self->state.remote, a, n); },
-      [self](pull_batch_atom a, int32_t n) { self->delegate(self->state.remote, a, n); },
-      [self](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
-        self->delegate(self->state.remote, a, n, count, up_to);
-      },
+      [self](pull_atom a, const demand& d) { self->delegate(self->state.remote, a, d); },
       [self](give_back_atom a, std::vector<element>& rows) {
         self->delegate(self->state.remote, a, std::move(rows));
       },

@@ -20,9 +20,7 @@ namespace {
 // relay passes on to its peer.
 using client_relay_actor =
     queue_actor::extend<caf::reacts_to<pushed_atom, int32_t, caf::error>,
-                        caf::reacts_to<pulled_atom, std::vector<element>, caf::error>,
-                        caf::reacts_to<pulled_atom, element, caf::error>,
-                        caf::reacts_to<batches_atom, std::vector<element>, caf::error>>;
+                        caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
 
 // Exits sent by peers are ignored; an exit from this process ends the actor.
 // (exit_reason::kill ends it whatever this says: CAF does not let it be
@@ -93,11 +91,7 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       // Streamed: sent as this relay, so the queue answers it (below).
       [=](push_atom a, std::vector<element>& rows) { self->send(q, a, std::move(rows)); },
       [=](push_batch_atom a, element& b) { self->send(q, a, std::move(b)); },
-      [=](pull_atom a, int32_t n) { self->send(q, a, n); },
-      [=](pull_batch_atom a, int32_t n) { self->send(q, a, n); },
-      [=](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
-        self->send(q, a, n, count, up_to);
-      },
+      [=](pull_atom a, const demand& d) { self->send(q, a, d); },
       [=](give_back_atom a, std::vector<element>& rows) {
         self->send(q, a, std::move(rows));
       },
@@ -109,14 +103,8 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       // The queue's own timer message; a peer has no business sending it.
       // The queue's answers to what this relay streamed.
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
-      [=](pulled_atom a, std::vector<element>& rows, caf::error& err) {
-        back(a, std::move(rows), std::move(err));
-      },
-      [=](pulled_atom a, element& b, caf::error& err) {
-        back(a, std::move(b), std::move(err));
-      },
-      [=](batches_atom a, std::vector<element>& bs, caf::error& err) {
-        back(a, std::move(bs), std::move(err));
+      [=](pulled_atom a, std::vector<element>& xs, caf::error& err) {
+        back(a, std::move(xs), std::move(err));
       },
   };
 }
@@ -191,11 +179,7 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
       [=](spec_atom a) { return pass(self, a); },
       [=](push_atom a, std::vector<element>& rows) { pass(self, a, std::move(rows)); },
       [=](push_batch_atom a, element& b) { pass(self, a, std::move(b)); },
-      [=](pull_atom a, int32_t n) { pass(self, a, n); },
-      [=](pull_batch_atom a, int32_t n) { pass(self, a, n); },
-      [=](pull_many_atom a, int32_t n, int32_t count, bool up_to) {
-        pass(self, a, n, count, up_to);
-      },
+      [=](pull_atom a, const demand& d) { pass(self, a, d); },
       [=](give_back_atom a, std::vector<element>& rows) {
         pass(self, a, std::move(rows));
       },

@@ -103,9 +103,8 @@ struct async_worker_access {
     r.out_.clear();
     give_back_all(r.self_, std::move(r.taken_));
     r.taken_.clear();
-    if (r.on_pulled_ || r.on_pulled_batch_) {
+    if (r.on_pulled_) {
       r.on_pulled_ = nullptr;
-      r.on_pulled_batch_ = nullptr;
       r.self_->send(r.pull_from_, unpull_atom::value);
     }
     for (auto& q : r.asked_)
@@ -161,24 +160,18 @@ struct async_worker_access {
     }
   }
   static bool failed(const async_run& r) { return r.state_ == async_run::state::failed; }
-  /// Hands a pulled(rows, err) answer to the run that asked for it; false if
+  /// Hands a pulled(xs, err) answer to the run that asked for it; false if
   /// no pull is pending.
-  static bool deliver_pulled(async_run& r, std::vector<element>& rows, caf::error& err) {
+  static bool deliver_pulled(async_run& r, std::vector<element>& xs, caf::error& err) {
     if (!r.on_pulled_)
       return false;
     auto f = std::move(r.on_pulled_);
     r.on_pulled_ = nullptr;
-    f(rows, err);
+    f(xs, err);
     return true;
   }
-  static bool deliver_pulled_batch(async_run& r, element& batch, caf::error& err) {
-    if (!r.on_pulled_batch_)
-      return false;
-    auto f = std::move(r.on_pulled_batch_);
-    r.on_pulled_batch_ = nullptr;
-    f(batch, err);
-    return true;
-  }
+  /// Whether the last pull asked for rows (else for one batch).
+  static bool pulled_rows(const async_run& r) { return r.pull_as_rows_; }
   static bool ended(const async_run& r) { return r.state_ == async_run::state::end; }
   static caf::error& error(async_run& r) { return r.error_; }
   static run_output& out(async_run& r) { return r.out_; }

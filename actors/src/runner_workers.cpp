@@ -102,44 +102,35 @@ void async_worker_down(async_worker_ptr self, const caf::down_msg& dm) {
   std::vector<element> none;
   caf::error err = make_error(error_code::cancelled, "the queue pulled from is gone");
   async_worker_access::pull_answered(r);
-  if (!async_worker_access::deliver_pulled(r, none, err)) {
-    element nobatch;
-    if (!async_worker_access::deliver_pulled_batch(r, nobatch, err))
-      async_try_finish(self);
-  }
-}
-
-/// Rows a pull brought: to the run that asked, or back to the front of the
-/// queue they came from when nobody asked any more (the run was abandoned).
-void async_pulled_rows(async_worker_ptr self, std::vector<element>& rows,
-                       caf::error& err) {
-  auto& r = self->state.run;
-  async_worker_access::pull_answered(r);
-  if (!err && !rows.empty() && r.completed() == false)
-    async_worker_access::took(r, rows);
-  if (!async_worker_access::deliver_pulled(r, rows, err)) {
-    if (!rows.empty())
-      self->send(async_worker_access::pull_from(r), give_back_atom::value,
-                 std::move(rows));
+  if (!async_worker_access::deliver_pulled(r, none, err))
     async_try_finish(self);
-  }
-  watch_pull_origin(self);
 }
 
-/// The same for a batch pull.
-void async_pulled_batch(async_worker_ptr self, element& batch, caf::error& err) {
+/// A pull was answered: the rows (or the one batch) go to the run that asked,
+/// or back to their queue if the run no longer waits for them.
+void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& err) {
   auto& r = self->state.run;
   async_worker_access::pull_answered(r);
-  bool has_rows = !batch.components.empty() && batch.batch_size() > 0;
-  if (!err && has_rows && r.completed() == false)
-    async_worker_access::took_batch(r, batch);
-  if (!async_worker_access::deliver_pulled_batch(r, batch, err)) {
-    if (has_rows) {
-      taken_rows t;
-      t.batch = std::move(batch);
-      t.is_batch = true;
+  const bool rows = async_worker_access::pulled_rows(r);
+  if (!err && !xs.empty() && r.completed() == false) {
+    if (rows)
+      async_worker_access::took(r, xs);
+    else
+      async_worker_access::took_batch(r, xs.front());
+  }
+  if (!async_worker_access::deliver_pulled(r, xs, err)) {
+    if (!xs.empty()) {
+      std::vector<element> back;
+      if (rows) {
+        back = std::move(xs);
+      } else {
+        taken_rows t;
+        t.batch = std::move(xs.front());
+        t.is_batch = true;
+        back = std::move(t).to_rows();
+      }
       self->send(async_worker_access::pull_from(r), give_back_atom::value,
-                 std::move(t).to_rows());
+                 std::move(back));
     }
     async_try_finish(self);
   }
@@ -171,11 +162,8 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
         }
         schedule_run(self, st.pipe);
       },
-      [self](pulled_atom, std::vector<element>& rows, caf::error& err) {
-        async_pulled_rows(self, rows, err);
-      },
-      [self](pulled_atom, element& batch, caf::error& err) {
-        async_pulled_batch(self, batch, err);
+      [self](pulled_atom, std::vector<element>& xs, caf::error& err) {
+        async_pulled(self, xs, err);
       },
       [self](stop_atom) {
         async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));

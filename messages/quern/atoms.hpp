@@ -26,18 +26,13 @@ using pushed_atom = caf::atom_constant<caf::atom("pushed")>;
 /// producer -> queue: one batch (leading dimension) to store row by row, as
 /// one enqueue attempt; answered with pushed like push.
 using push_batch_atom = caf::atom_constant<caf::atom("push_batch")>;
-/// consumer -> queue: grant demand for up to n rows.
+/// consumer -> queue: a demand (quern/demand.hpp): `count` batches of n rows.
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
-/// consumer -> queue: grant demand for up to n rows, delivered as one batch.
-using pull_batch_atom = caf::atom_constant<caf::atom("pull_batch")>;
-/// queue -> consumer: 1..n rows, or none and the reason (e.g. out_of_range).
+/// queue -> consumer: the batches of a demand ready so far (every batch ready
+/// at once travels in one message; the rows themselves for a demand
+/// `as_rows`), and why the demand ended early (out_of_range at the end of
+/// data, cancelled after unpull).
 using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
-/// consumer -> queue: grant demand for `count` batches of exactly n rows
-/// (dequeue_many's semantics, or dequeue_up_to's with a smaller final batch).
-using pull_many_atom = caf::atom_constant<caf::atom("pull_many")>;
-/// queue -> consumer: the batches of a pull_many ready so far (one message
-/// carries every batch that was ready at once), and why it ended early.
-using batches_atom = caf::atom_constant<caf::atom("batches")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;

@@ -9,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "quern/atoms.hpp"
+#include "quern/demand.hpp"
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
 
@@ -20,10 +21,10 @@ namespace quern {
 /// with caf::infinite so that CAF never drops a late reply.
 constexpr caf::timespan wait_forever = caf::timespan::max();
 
-/// The interface of every queue actor (FIFO, random-shuffle, padding, priority).
-///
-/// Strict TensorFlow operations: one request, one reply when the attempt
-/// completes (docs/semantics.md, Queues). Failures are quern errors (error.hpp).
+/// The strict TensorFlow operations of every queue actor (FIFO,
+/// random-shuffle, padding, priority): one request, one reply when the
+/// attempt completes (docs/semantics.md, Queues). Failures are quern errors
+/// (error.hpp).
 ///   enqueue(element, timeout)            -> rows stored (1)
 ///   enqueue_many(batch, timeout)         -> rows stored (batch size)
 ///   dequeue(timeout)                     -> element
@@ -31,43 +32,8 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   dequeue_up_to(n, timeout)            -> batch of 1..n rows (n once open)
 ///   close(cancel_pending_enqueues)       -> true once the close took effect
 ///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
-///
-/// Streaming (credit) protocol, one-way messages (docs/queues.md):
-///   push(rows)     each row an enqueue attempt; the queue answers the sender
-///                  with pushed(stored, error) once the whole push completed
-///                  or failed (error is none when all rows were stored).
-///   push_batch(b)  the rows of batch `b` as one attempt (no per-row work in
-///                  a FIFO queue); answered like push.
-///   pull(n)        a dequeue-side attempt that completes as soon as it holds
-///                  at least one row; the queue answers pulled(rows, error),
-///                  error out_of_range once closed and empty.
-///   pull_batch(n)  like pull, but the rows come as one batch:
-///                  pulled(batch, error) -- a view of an enqueued batch when
-///                  they are consecutive rows of it.
-///   pull_many(n, count, up_to)
-///                  demand for `count` batches of exactly n rows, served in
-///                  order like `count` dequeue_many(n) (dequeue_up_to(n) with
-///                  `up_to`: once closed, the rest as a smaller final batch).
-///                  Rows are held incrementally like dequeue_many's. The
-///                  queue answers batches(b, error) with every batch ready
-///                  at once; error out_of_range ends the demand at the end
-///                  of data (dequeue_many: the rows of a final partial batch
-///                  stay in the queue), cancelled after unpull.
-///   give_back(rows) rows a consumer received and will not take; they return
-///                  to the front of the queue in order.
-///   unpull()       withdraws the sender's pending pulls and dequeues: each
-///                  is answered pulled(no rows, cancelled), batches(none,
-///                  cancelled) or a cancelled error, and the rows it held go
-///                  back to the queue (a consumer that stops).
-///   unpush()       withdraws the sender's pending pushes: each is answered
-///                  pushed(rows stored so far, cancelled) (a producer that
-///                  stops and takes back what it still holds).
-///   feeder(declared, started, timeout)
-///                  queue runners made for (declared) and started on or ended
-///                  on (started: +1, -1) this queue: a dequeue that waits
-///                  while runners exist and none was started fails after
-///                  `timeout` with a diagnosis.
-using queue_actor = caf::typed_actor<
+/// The three dequeues are the one-batch case of a `demand` (demand.hpp).
+using strict_queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
     caf::replies_to<enqueue_many_atom, element, caf::timespan>::with<int32_t>,
     caf::replies_to<dequeue_atom, caf::timespan>::with<element>,
@@ -76,13 +42,47 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<close_atom, bool>::with<bool>,
     caf::replies_to<size_atom>::with<int32_t>,
     caf::replies_to<is_closed_atom>::with<bool>,
-    caf::replies_to<spec_atom>::with<queue_spec>,
-    caf::reacts_to<push_atom, std::vector<element>>,
-    caf::reacts_to<push_batch_atom, element>, caf::reacts_to<pull_atom, int32_t>,
-    caf::reacts_to<pull_batch_atom, int32_t>,
-    caf::reacts_to<pull_many_atom, int32_t, int32_t, bool>,
-    caf::reacts_to<give_back_atom, std::vector<element>>, caf::reacts_to<unpull_atom>,
-    caf::reacts_to<unpush_atom>,
-    caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
+    caf::replies_to<spec_atom>::with<queue_spec>>;
+
+/// The streaming (credit) protocol of every queue actor: one-way messages,
+/// answered by a message to the sender (docs/queues.md).
+///   push(rows)     each row an enqueue attempt; the queue answers the sender
+///                  with pushed(stored, error) once the whole push completed
+///                  or failed (error is none when all rows were stored).
+///   push_batch(b)  the rows of batch `b` as one attempt (no per-row work in
+///                  a FIFO queue); answered like push.
+///   pull(demand)   demand for `count` batches of n rows (demand.hpp), served
+///                  in order like `count` strict dequeues; rows are held
+///                  incrementally like dequeue_many's. The queue answers
+///                  pulled(xs, error) with every batch ready at once (a view
+///                  of an enqueued batch when its rows are consecutive rows
+///                  of it); error out_of_range ends the demand at the end of
+///                  data, cancelled after unpull.
+///   give_back(rows) rows a consumer received and will not take; they return
+///                  to the front of the queue in order.
+///   unpull()       withdraws the sender's pending pulls and dequeues: each
+///                  is answered pulled(none, cancelled) or a cancelled error,
+///                  and the rows it held go back to the queue (a consumer
+///                  that stops).
+///   unpush()       withdraws the sender's pending pushes: each is answered
+///                  pushed(rows stored so far, cancelled) (a producer that
+///                  stops and takes back what it still holds).
+///   feeder(declared, started, timeout)
+///                  queue runners made for (declared) and started on or ended
+///                  on (started: +1, -1) this queue: a dequeue that waits
+///                  while runners exist and none was started fails after
+///                  `timeout` with a diagnosis.
+using streaming_queue_actor =
+    caf::typed_actor<caf::reacts_to<push_atom, std::vector<element>>,
+                     caf::reacts_to<push_batch_atom, element>,
+                     caf::reacts_to<pull_atom, demand>,
+                     caf::reacts_to<give_back_atom, std::vector<element>>,
+                     caf::reacts_to<unpull_atom>, caf::reacts_to<unpush_atom>,
+                     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
+
+/// The interface of every queue actor: both protocols. It converts to
+/// either part (a strict_queue_actor for code that only calls TensorFlow's
+/// operations).
+using queue_actor = strict_queue_actor::extend_with<streaming_queue_actor>;
 
 } // namespace quern

@@ -7,14 +7,13 @@
 // dimensions for padding), a capacity, min_after_dequeue -- and then runs a
 // sequence of operations decoded from the rest: enqueue (of a row that fits,
 // or of one that does not), enqueue_many of 0 to 4 rows, dequeue,
-// dequeue_many and dequeue_up_to of -1 to 4 rows, pull and pull_batch of 0 to
-// 3 rows, give_back of rows (some that do not fit), push, unpull, close with
-// and without cancel. One actor system serves every input; a scoped_actor
-// sends each operation one-way, so every answer comes back as an ordinary
-// message, in the order the queue produced it. Enqueues and dequeues carry
-// timeout 0 (an attempt that cannot complete at once is answered
-// deadline_exceeded by the queue, Q-80), and every receive gives up after
-// 10 s: a lost answer is reported, never waited for.
+// dequeue_many and dequeue_up_to of -1 to 4 rows, pulls (demands cut any, as rows or one
+// batch) of 0 to 3 rows, give_back of rows (some that do not fit), push, unpull, close
+// with and without cancel. One actor system serves every input; a scoped_actor sends each
+// operation one-way, so every answer comes back as an ordinary message, in the order the
+// queue produced it. Enqueues and dequeues carry timeout 0 (an attempt that cannot
+// complete at once is answered deadline_exceeded by the queue, Q-80), and every receive
+// gives up after 10 s: a lost answer is reported, never waited for.
 //
 // The model mirrors the pending-attempt rules (docs/semantics.md Q-10..Q-81):
 // the stored rows (exact order for FIFO and padding; a multiset for shuffle;
@@ -326,7 +325,7 @@ std::vector<element> rows_of(const element& batch, size_t n) {
 
 /// An answer of the queue, as it arrived.
 struct answer {
-  enum class kind { count, elem, flag, error, pulled_rows, pulled_batch, pushed };
+  enum class kind { count, elem, flag, error, pulled, pushed };
   kind what = kind::error;
   int32_t count = 0;
   bool flag = false;
@@ -369,15 +368,9 @@ public:
           a.err = std::move(e);
           got = true;
         },
-        [&](pulled_atom, std::vector<element>& rows, caf::error& e) {
-          a.what = answer::kind::pulled_rows;
-          a.rows = std::move(rows);
-          a.err = std::move(e);
-          got = true;
-        },
-        [&](pulled_atom, element& batch, caf::error& e) {
-          a.what = answer::kind::pulled_batch;
-          a.elem = std::move(batch);
+        [&](pulled_atom, std::vector<element>& xs, caf::error& e) {
+          a.what = answer::kind::pulled;
+          a.rows = std::move(xs);
           a.err = std::move(e);
           got = true;
         },
@@ -399,8 +392,7 @@ public:
   answer reply() {
     for (;;) {
       auto a = next();
-      if (a.what == answer::kind::pulled_rows || a.what == answer::kind::pulled_batch ||
-          a.what == answer::kind::pushed)
+      if (a.what == answer::kind::pulled || a.what == answer::kind::pushed)
         streamed_.push_back(std::move(a));
       else
         return a;
@@ -513,18 +505,17 @@ private:
       }
       PROMISE(a.has_value());
       if (avail == 0) {
-        PROMISE(a->what ==
-                (p.batch ? answer::kind::pulled_batch : answer::kind::pulled_rows));
+        PROMISE(a->what == answer::kind::pulled && a->rows.empty());
         same_error(a->err, insufficient(true, 1, m_.size()));
         continue;
       }
       auto k = std::min(avail, static_cast<size_t>(p.n));
       PROMISE(!a->err);
+      PROMISE(a->what == answer::kind::pulled);
       if (p.batch) {
-        PROMISE(a->what == answer::kind::pulled_batch);
-        check_batch(a->elem, k);
+        PROMISE(a->rows.size() == 1);
+        check_batch(a->rows.front(), k);
       } else {
-        PROMISE(a->what == answer::kind::pulled_rows);
         PROMISE(a->rows.size() == k);
         m_.take(a->rows);
       }
@@ -656,16 +647,16 @@ private:
     case 8: { // pull / pull_batch of 0 to 3 rows
       bool batch = op == 8;
       int32_t n = in_.u8() % 4;
-      if (batch)
-        c_.send(pull_batch_atom::value, n);
-      else
-        c_.send(pull_atom::value, n);
+      demand d;
+      d.n = n;
+      d.cut = batch_cut::any_size;
+      d.as_rows = !batch;
+      c_.send(pull_atom::value, d);
       c_.size(); // barrier
       if (n <= 0 || (batch && !q_.shapes_given)) {
         auto a = c_.streamed();
         PROMISE(a.has_value());
-        PROMISE(a->what ==
-                (batch ? answer::kind::pulled_batch : answer::kind::pulled_rows));
+        PROMISE(a->what == answer::kind::pulled && a->rows.empty());
         PROMISE(has_code(a->err, error_code::invalid_argument));
         return;
       }
@@ -717,12 +708,10 @@ private:
       c_.send(unpull_atom::value);
       c_.size(); // barrier
       while (!m_.pulls.empty()) {
-        auto p = m_.pulls.front();
         m_.pulls.pop_front();
         auto a = c_.streamed();
         PROMISE(a.has_value());
-        PROMISE(a->what ==
-                (p.batch ? answer::kind::pulled_batch : answer::kind::pulled_rows));
+        PROMISE(a->what == answer::kind::pulled && a->rows.empty());
         same_error(a->err,
                    make_error(error_code::cancelled, "Dequeue operation was cancelled"));
       }

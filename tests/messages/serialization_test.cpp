@@ -4,6 +4,7 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include "quern/demand.hpp"
 #include "quern/error.hpp"
 #include "quern/messages.hpp"
 #include "quern/queue_spec.hpp"
@@ -66,6 +67,16 @@ TEST_CASE("every message type round-trips through CAF's binary serializer",
   auto o2 = round_trip(o);
   CHECK(o2.shared_name == "shared");
   CHECK(o2.dtypes == o.dtypes);
+  demand d;
+  d.n = 128;
+  d.count = 7;
+  d.cut = batch_cut::dequeue_up_to;
+  d.as_rows = false;
+  auto d2 = round_trip(d);
+  CHECK(d2.n == 128);
+  CHECK(d2.count == 7);
+  CHECK(d2.cut == batch_cut::dequeue_up_to);
+  CHECK_FALSE(d2.as_rows);
 }
 
 TEST_CASE("a corrupt tensor on the wire is refused with a named error",
