@@ -28,8 +28,9 @@ enum class starvation_action {
 };
 
 struct pipeline_options {
-  /// How long a consumer's dequeue waits before the pipeline looks at why it
-  /// is not fed.
+  /// How long a consumer's dequeue waits before it is told why it is not
+  /// fed, if nothing feeds its queue; a dequeue still waiting then is told
+  /// when the last runner of the queue ends without closing it.
   caf::timespan starvation_timeout = std::chrono::seconds(10);
   /// The queue has queue runners, but none was ever started
   /// (start_queue_runners was forgotten: TensorFlow hangs forever).
@@ -43,9 +44,12 @@ class pipeline;
 
 /// A consumer-side blocking handle (for `main()` or detached actors) on a
 /// queue of a pipeline: the calls of blocking_queue, but a dequeue that has
-/// waited `starvation_timeout` asks the pipeline why, and warns or fails
-/// with a clear message instead of hanging silently. The queue enforces the
-/// time slices itself, so no element is lost.
+/// waited `starvation_timeout` while no queue runner feeds the queue (or
+/// that is still waiting when the last one ends without closing it) warns
+/// or fails with a clear message instead of hanging silently. Each call is
+/// one request: the queue itself answers it when that happens (nobody
+/// polls), and keeps every element. On a remote queue, the
+/// diagnosis comes after `starvation_timeout` only.
 class consumer {
 public:
   element dequeue();
@@ -60,10 +64,21 @@ public:
 private:
   friend class pipeline;
   consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const state> st);
+  /// One dequeue, `attempt(self, timeout)`, with the starvation diagnosis.
   template <class F>
   element guarded(F attempt);
+  /// The queue said (or the wait of a remote queue showed) that the dequeue
+  /// may never be served: warns, throws or does nothing, as the options say.
+  void starving(const std::string& queue_said, bool queue_never_started,
+                caf::timespan waited) const;
 
   blocking_queue q_;
+  /// The dequeues: each call leases one actor, which tells the queue to
+  /// watch its dequeue and then makes it (the queue knows the dequeue by
+  /// its sender).
+  blocking_client client_;
+  /// The queue is a queue actor of this process (it watches dequeues).
+  bool watched_ = false;
   std::shared_ptr<const state> state_;
   std::string queue_name_;
 };

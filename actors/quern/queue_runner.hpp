@@ -26,7 +26,6 @@ namespace quern {
 
 namespace detail {
 struct async_worker_access;
-struct runner_shared;
 
 /// What one run emitted, in order: runs of single rows (one streamed push
 /// each) and whole batches (one push_batch each, kept intact: no per-row

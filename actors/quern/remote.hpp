@@ -39,8 +39,10 @@ namespace quern {
 /// message of the queue protocol or a type in it changes shape: CAF drops a
 /// message it cannot read without answering it.
 // 2: queue_actor without the internal deadline message;
-// 3: one pull(demand) answered by pulled(xs, error).
-constexpr uint32_t wire_version = 3;
+// 3: one pull(demand) answered by pulled(xs, error);
+// 4: feeder's `started` is -1 when a runner ends (a queue of version 3 would
+//    take the end of its last runner for runners never started).
+constexpr uint32_t wire_version = 4;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

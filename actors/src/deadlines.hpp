@@ -21,9 +21,10 @@ namespace quern::detail {
 
 class deadlines {
 public:
-  /// What a deadline ends: a call's timeout, or the wait of a consumer whose
-  /// queue runners were never started.
-  enum class kind { timeout, starvation };
+  /// What a deadline ends: a call's timeout, the wait of a consumer whose
+  /// queue runners were never started, or the limit of a watched dequeue
+  /// (a pipeline consumer's, feeders.hpp).
+  enum class kind { timeout, starvation, watch };
 
   /// `owner` receives (deadline_atom, uint64_t) when a deadline is due and
   /// then calls expire_due().

@@ -5,6 +5,10 @@
 #include <mutex>
 #include <sstream>
 
+#include <caf/actor_cast.hpp>
+
+#include "feeders.hpp"
+
 namespace quern {
 
 struct consumer::state {
@@ -55,7 +59,8 @@ std::string diagnose(const consumer::state& st, const queue_actor& q,
 // -- consumer -------------------------------------------------------------------------
 
 consumer::consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const state> st)
-    : q_(sys, q), state_(std::move(st)) {
+    : q_(sys, q), client_(sys), watched_(detail::is_local_queue(q)),
+      state_(std::move(st)) {
   try {
     queue_name_ = "queue '" + q_.spec().resource_name + "'";
   } catch (const std::exception&) {
@@ -63,52 +68,87 @@ consumer::consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const 
   }
 }
 
+void consumer::starving(const std::string& queue_said, bool queue_never_started,
+                        caf::timespan waited) const {
+  // The pipeline's own words when it knows why (its runners of the queue);
+  // the queue's when it knows more (runners of other pipelines).
+  bool never_started = false;
+  auto why = diagnose(*state_, q_.actor(), never_started);
+  if (why.empty()) {
+    why = queue_said;
+    never_started = queue_never_started;
+  }
+  if (why.empty())
+    return; // a runner still feeds it: its producers may just be slow
+  auto action = never_started ? state_->opts.when_never_started : state_->opts.when_unfed;
+  auto msg =
+      "Dequeue from " + queue_name_ + " has waited " + describe(waited) + ": " + why;
+  if (action == starvation_action::fail)
+    throw failed_precondition_error(msg);
+  if (action == starvation_action::warn)
+    std::cerr << "quern: warning: " << msg << '\n';
+}
+
 template <class F>
 element consumer::guarded(F attempt) {
   auto limit = state_->opts.starvation_timeout;
+  auto lease = client_.acquire();
+  auto& self = *lease;
   if (limit <= caf::timespan{0} || limit == caf::timespan::max())
-    return attempt(wait_forever);
-  // The queue enforces each slice itself (no element is lost). Slices stay
-  // short because a queue keeps a pending deadline timer (and thus itself)
-  // alive until it fires, which would delay ~actor_system by a long slice.
-  auto slice = std::min(limit, caf::timespan{std::chrono::milliseconds(100)});
-  bool warned = false;
-  caf::timespan waited{0};
-  for (;;) {
-    try {
-      return attempt(slice);
-    } catch (const deadline_exceeded_error&) {
-      waited += slice;
-      if (waited < limit)
-        continue;
-      bool never_started = false;
-      auto why = diagnose(*state_, q_.actor(), never_started);
-      if (why.empty())
-        continue;
-      auto action =
-          never_started ? state_->opts.when_never_started : state_->opts.when_unfed;
-      auto msg =
-          "Dequeue from " + queue_name_ + " has waited " + describe(waited) + ": " + why;
-      if (action == starvation_action::fail)
-        throw failed_precondition_error(msg);
-      if (action == starvation_action::warn && !warned) {
-        std::cerr << "quern: warning: " << msg << '\n';
-        warned = true;
-      }
-    }
+    return attempt(self, wait_forever);
+  // One request. A queue of this process watches it (detail::starving_atom):
+  // it fails it after `limit` if no runner feeds the queue, or when the last
+  // runner ends, and keeps every element. Its deadline costs no delay at
+  // exit: the queue's deadline relay holds the queue weakly (deadlines.cpp).
+  // A remote queue's dequeue waits `limit`, then the pipeline looks.
+  auto queue = caf::actor_cast<caf::actor>(q_.actor());
+  auto start = std::chrono::steady_clock::now();
+  std::string said;
+  bool never_started = false;
+  try {
+    if (!watched_)
+      return attempt(self, limit);
+    self->send(queue, detail::starving_atom::value, limit);
+    return attempt(self, wait_forever);
+  } catch (const failed_precondition_error& e) { // runners never started
+    said = e.what();
+    never_started = true;
+  } catch (const unavailable_error& e) { // no runner feeds the queue
+    if (!watched_)
+      throw; // a remote queue's own error
+    said = e.what();
+  } catch (const deadline_exceeded_error&) { // a remote queue waited `limit`
+    if (watched_)
+      throw;
   }
+  starving(said, never_started,
+           std::chrono::duration_cast<caf::timespan>(std::chrono::steady_clock::now() -
+                                                     start));
+  // Warned (or told to ignore it): the call keeps waiting, undiagnosed.
+  if (watched_)
+    self->send(queue, detail::starving_atom::value, caf::timespan::max());
+  return attempt(self, wait_forever);
 }
 
 element consumer::dequeue() {
-  return guarded([this](caf::timespan t) { return q_.dequeue(t); });
+  return guarded([this](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(), dequeue_atom::value,
+                                                    t);
+  });
 }
 
 element consumer::dequeue_many(int32_t n) {
-  return guarded([this, n](caf::timespan t) { return q_.dequeue_many(n, t); });
+  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                    dequeue_many_atom::value, n, t);
+  });
 }
 
 element consumer::dequeue_up_to(int32_t n) {
-  return guarded([this, n](caf::timespan t) { return q_.dequeue_up_to(n, t); });
+  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                    dequeue_up_to_atom::value, n, t);
+  });
 }
 
 // -- pipeline -------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "deadlines.hpp"
+#include "feeders.hpp"
 #include "queue_core.hpp"
 
 namespace quern {
@@ -32,9 +33,12 @@ using detail::enqueue_attempt;
 
 /// One queue actor: a thin shell that validates requests, turns them
 /// into attempts of the shared core, arms deadlines and watches clients.
-/// The queue's own interface: the public one and the wake-up of its
-/// deadlines, which no other actor sends (deadlines.cpp).
-using queue_impl_actor = queue_actor::extend<caf::reacts_to<deadline_atom, uint64_t>>;
+/// The queue's own interface: the public one, the wake-up of its deadlines,
+/// which no other actor sends (deadlines.cpp), and the starvation watch of
+/// pipeline consumers of this process (feeders.hpp).
+using queue_impl_actor =
+    queue_actor::extend<caf::reacts_to<deadline_atom, uint64_t>,
+                        caf::reacts_to<detail::starving_atom, caf::timespan>>;
 
 class queue_impl : public queue_impl_actor::base {
 public:
@@ -47,6 +51,7 @@ public:
     set_exception_handler(keep_exception_message);
     set_down_handler([this](caf::down_msg& dm) {
       watched_.erase(dm.source);
+      feeders_.client_down(dm.source);
       core_.client_down(dm.source);
     });
     return {
@@ -85,10 +90,11 @@ public:
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
-          declared_feeders_ = std::max(declared_feeders_ + declared, 0);
-          started_feeders_ = std::max(started_feeders_ + started, 0);
-          if (declared > 0)
-            starvation_timeout_ = std::min(starvation_timeout_, timeout);
+          if (feeders_.update(declared, started, timeout))
+            last_feeder_ended();
+        },
+        [this](detail::starving_atom, caf::timespan limit) {
+          feeders_.watch_next(caf::actor_cast<caf::actor_addr>(current_sender()), limit);
         },
     };
   }
@@ -267,8 +273,9 @@ private:
     watch(a.client);
     a.done = std::move(done);
     auto id = a.id;
+    auto who = a.client;
     if (core_.add(std::move(a)))
-      watch_starvation(id);
+      watch_starvation(id, who);
   }
 
   caf::typed_response_promise<element> dequeue_many(batch_cut cut, int32_t n,
@@ -315,6 +322,7 @@ private:
     watch(a.client);
     a.done = completion::promise(rp);
     auto id = a.id;
+    auto who = a.client;
     // the queue enforces the deadline and answers itself;
     // only attempts that have to wait need a timer (a consumer that always
     // passes a timeout would otherwise cost a timer per call).
@@ -323,23 +331,29 @@ private:
     if (timeout != wait_forever)
       deadlines_.arm(id, std::max(timeout, caf::timespan{0}));
     if constexpr (std::is_same<Attempt, dequeue_attempt>::value)
-      watch_starvation(id);
+      watch_starvation(id, who);
   }
 
   // A waiting dequeue of a queue whose runners were all made and none
   // started (start_queue_runners forgotten, the most reported TensorFlow
-  // hang) fails after starvation_timeout_ with a diagnosis instead.
-  void watch_starvation(uint64_t id) {
-    if (declared_feeders_ > 0 && started_feeders_ == 0)
-      deadlines_.arm(id, starvation_timeout_, detail::deadlines::kind::starvation);
+  // hang) fails after the runners' starvation_timeout with a diagnosis
+  // instead. A pipeline consumer's dequeue is watched on its own terms
+  // (feeders.hpp): after its limit, and when the last runner ends.
+  void watch_starvation(uint64_t id, const caf::actor_addr& client) {
+    using kind = detail::deadlines::kind;
+    if (auto limit = feeders_.watching(client, id)) {
+      if (*limit != caf::timespan::max())
+        deadlines_.arm(id, *limit, kind::watch);
+    } else if (feeders_.never_started()) {
+      deadlines_.arm(id, feeders_.starvation_timeout(), kind::starvation);
+    }
   }
 
-  caf::error never_started() const {
-    return make_error(
-        error_code::failed_precondition,
-        core_.dequeue_name() + " has " + std::to_string(declared_feeders_) +
-            " queue runner(s) that were never started: call start_queue_runners (or "
-            "queue_runner::start) before dequeuing (TensorFlow would hang here forever)");
+  // The last running runner ended without closing the queue (a close
+  // answers every waiting dequeue): watched dequeues past their limit fail.
+  void last_feeder_ended() {
+    for (auto id : feeders_.take_overdue())
+      core_.fail_waiting_dequeue(id, feeders_.unfed_error(core_.dequeue_name()));
   }
 
   void watch(const caf::actor_addr& client) {
@@ -349,18 +363,18 @@ private:
 
   void expire_due() {
     deadlines_.expire_due([this](uint64_t id, detail::deadlines::kind k) {
+      // Each is nothing if the attempt completed.
       if (k == detail::deadlines::kind::timeout)
-        core_.expire(id); // nothing if it completed
-      else if (declared_feeders_ > 0 && started_feeders_ == 0)
-        core_.fail_waiting_dequeue(id, never_started()); // nothing if it completed
+        core_.expire(id);
+      else if (auto err = feeders_.due(id, k == detail::deadlines::kind::watch,
+                                       core_.dequeue_name()))
+        core_.fail_waiting_dequeue(id, std::move(*err));
     });
   }
 
   detail::deadlines deadlines_{this};
-  /// Queue runners made for this queue, and those started (feeder_atom).
-  int32_t declared_feeders_ = 0;
-  int32_t started_feeders_ = 0;
-  caf::timespan starvation_timeout_ = caf::timespan::max();
+  /// Queue runners made for this queue, started, ended (feeder_atom).
+  detail::feeders feeders_;
   detail::queue_core core_;
   uint64_t next_id_ = 1;
   std::unordered_set<caf::actor_addr> watched_;
@@ -377,6 +391,10 @@ std::mutex shared_mtx;
 std::map<std::pair<caf::actor_system*, std::string>, shared_entry> shared_queues;
 
 } // namespace
+
+bool detail::is_local_queue(const queue_actor& q) {
+  return dynamic_cast<queue_impl*>(caf::actor_cast<caf::abstract_actor*>(q)) != nullptr;
+}
 
 /// A new queue actor, named in exit reports (quern::actor_system).
 static queue_actor spawn_tracked(caf::actor_system& sys, const queue_spec& spec) {

@@ -5,6 +5,8 @@
 
 #include "quern/actor_system.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include <caf/actor_cast.hpp>
@@ -17,7 +19,7 @@
 namespace quern {
 
 using detail::runner_config;
-using detail::runner_shared;
+using detail::runner_outcome;
 
 namespace {
 
@@ -33,6 +35,60 @@ std::string node_name(const std::string& resource_name) {
   return resource_name;
 }
 
+/// One start: the runner actor (held weakly: it lives until its work is
+/// done) and what it publishes as it ends. The runner's state is its own;
+/// the handle asks it (ask()).
+struct started_run {
+  caf::actor_system* sys = nullptr;
+  caf::actor_addr runner;
+  std::shared_ptr<runner_outcome> outcome;
+};
+
+/// How long the handle waits for its runner's answer. The runner is a local
+/// event-based actor that answers at once; a runner that does not answer
+/// in this time is a defect, reported instead of a hang.
+constexpr auto status_wait = std::chrono::seconds(30);
+
+/// What the runner of one start says about itself.
+struct runner_report {
+  int32_t live_workers = 0;
+  int64_t rows_dropped = 0;
+  std::vector<caf::error> exceptions;
+};
+
+[[noreturn]] void no_answer(const std::string& what) {
+  throw deadline_exceeded_error("the queue runner actor did not " + what + " within " +
+                                std::to_string(status_wait.count()) + " s");
+}
+
+/// Asks the runner of `r` (a request with a bounded wait) or, once it has
+/// ended, reads what it published.
+runner_report ask(const started_run& r) {
+  runner_report rep;
+  if (!r.outcome->published()) {
+    if (auto a = caf::actor_cast<caf::actor>(r.runner)) {
+      caf::scoped_actor self{*r.sys};
+      bool answered = false;
+      caf::error err;
+      self->request(a, status_wait, detail::runner_status_atom::value)
+          .receive(
+              [&](int32_t live, int64_t dropped, std::vector<caf::error>& ex) {
+                rep = runner_report{live, dropped, std::move(ex)};
+                answered = true;
+              },
+              [&](caf::error& e) { err = std::move(e); });
+      if (answered)
+        return rep;
+      if (err == caf::sec::request_timeout)
+        no_answer("answer a status request");
+    }
+  }
+  // It has ended (or is ending): it publishes before anyone sees it down.
+  if (!r.outcome->wait(status_wait, rep.rows_dropped, rep.exceptions))
+    no_answer("publish its outcome as it ended");
+  return rep;
+}
+
 } // namespace
 
 // -- queue_runner ---------------------------------------------------------------------
@@ -46,21 +102,23 @@ struct queue_runner::impl {
   queue_runner_options opts;
   std::string name;
   bool with_coordinator = false;
-  std::shared_ptr<runner_shared> shared;
 
-  std::shared_ptr<runner_shared> current() const {
+  /// The last start (none before the first).
+  std::shared_ptr<const started_run> last;
+
+  std::shared_ptr<const started_run> current() const {
     std::lock_guard<std::mutex> guard{mtx};
-    return shared;
+    return last;
   }
 
   ~impl() {
     // Made and never started: the queue no longer counts on this runner.
-    if (!shared && queue)
+    if (!last && queue)
       caf::anon_send(queue, feeder_atom::value, int32_t{-1}, int32_t{0},
                      caf::timespan{0});
     // Started without a coordinator: nobody else will stop it.
-    if (shared && !with_coordinator && shared->running.load())
-      if (auto a = caf::actor_cast<caf::actor>(shared->runner))
+    if (last && !with_coordinator && !last->outcome->published())
+      if (auto a = caf::actor_cast<caf::actor>(last->runner))
         caf::anon_send(a, stop_atom::value);
   }
 };
@@ -134,32 +192,32 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
                                             const coordinator_actor& coord) {
   auto& d = *impl_;
   std::lock_guard<std::mutex> guard{d.mtx};
-  if (d.shared && d.shared->live_workers.load() > 0)
+  if (d.last && ask(*d.last).live_workers > 0)
     return {}; // QR-4
   caf::scoped_actor self{sys};
-  if (d.shared && d.shared->running.load()) {
+  if (d.last && !d.last->outcome->published()) {
     // Every worker ended; the runner is finishing its close_op: let it.
-    if (auto old = caf::actor_cast<caf::actor>(d.shared->runner)) {
+    if (auto old = caf::actor_cast<caf::actor>(d.last->runner)) {
       self->monitor(old);
       self->receive([](caf::down_msg&) {});
     }
   }
   resolve_name(self);
-  if (!d.shared) // the first start: the queue is fed now
-    self->send(d.queue, feeder_atom::value, int32_t{0}, int32_t{1}, caf::timespan{0});
-  auto shared = std::make_shared<runner_shared>();
-  shared->running = true;
-  shared->closed_codes = d.opts.queue_closed_codes;
-  d.shared = shared; // resets exceptions_raised (QR-9)
+  // The queue is fed now; the runner actor tells it when it ends.
+  self->send(d.queue, feeder_atom::value, int32_t{0}, int32_t{1}, caf::timespan{0});
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto outcome = std::make_shared<runner_outcome>();
   d.with_coordinator = static_cast<bool>(coord);
-  runner_config cfg{d.queue, d.ops, d.opts, d.name, coord, shared};
+  runner_config cfg{d.queue, d.ops, d.opts, d.name, coord, stop, outcome};
   auto runner = detail::spawn_runner(sys, std::move(cfg));
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
-  shared->runner = runner_handle.address();
+  // A new start: exceptions_raised starts empty (QR-9).
+  d.last = std::make_shared<const started_run>(
+      started_run{&sys, runner_handle.address(), std::move(outcome)});
   // At exit, quern::actor_system sets the stop flag before it ends the
   // runner, so that blocking ops see should_stop().
   detail::exit_watch::track(sys, runner_handle, "queue runner '" + d.name + "'",
-                            [shared] { shared->stop = true; });
+                            [stop] { *stop = true; });
   caf::error err;
   caf::actor closer;
   if (coord) {
@@ -208,10 +266,10 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
   }
   // A worker limited to one run: it enqueues what the run emitted and ends.
   auto& op = d.ops[index]; // the ops never change after construction
-  auto shared = std::make_shared<runner_shared>();
-  shared->live_workers = 1;
   auto w =
-      detail::spawn_worker(sys, op, {d.queue, int32_t{1}, shared, uint64_t{1}, name});
+      detail::spawn_worker(sys, op,
+                           {d.queue, int32_t{1}, std::make_shared<std::atomic<bool>>(),
+                            d.opts.queue_closed_codes, caf::actor{}, uint64_t{1}, name});
   self->monitor(w);
   caf::error reason;
   self->receive([&](caf::down_msg& dm) { reason = dm.reason; });
@@ -223,10 +281,10 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
 }
 
 caf::actor queue_runner::runner() const {
-  auto shared = impl_->current();
-  if (!shared)
+  auto r = impl_->current();
+  if (!r)
     return {};
-  return caf::actor_cast<caf::actor>(shared->runner);
+  return caf::actor_cast<caf::actor>(r->runner);
 }
 
 bool queue_runner::started() const {
@@ -234,21 +292,18 @@ bool queue_runner::started() const {
 }
 
 bool queue_runner::running() const {
-  auto shared = impl_->current();
-  return shared && shared->live_workers.load() > 0;
+  auto r = impl_->current();
+  return r && ask(*r).live_workers > 0;
 }
 
 std::vector<caf::error> queue_runner::exceptions_raised() const {
-  auto shared = impl_->current();
-  if (!shared)
-    return {};
-  std::lock_guard<std::mutex> guard{shared->mtx};
-  return shared->exceptions;
+  auto r = impl_->current();
+  return r ? ask(*r).exceptions : std::vector<caf::error>{};
 }
 
 int64_t queue_runner::rows_dropped() const {
-  auto shared = impl_->current();
-  return shared ? shared->rows_dropped.load() : 0;
+  auto r = impl_->current();
+  return r ? ask(*r).rows_dropped : 0;
 }
 
 void queue_runner::stop() const {

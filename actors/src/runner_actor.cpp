@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <caf/send.hpp>
@@ -18,6 +19,11 @@ namespace quern::detail {
 
 namespace {
 
+struct runner_tally {
+  int64_t rows_dropped = 0;
+  std::vector<caf::error> exceptions;
+};
+
 struct runner_state {
   runner_config cfg;
   std::unordered_map<caf::actor_id, caf::actor> live;
@@ -26,6 +32,12 @@ struct runner_state {
   /// The user's close_op / cancel_op functions still running.
   std::set<caf::actor_id> user_ops;
   std::vector<caf::actor> workers;
+  /// Workers that have not reported their end yet (running()), and what
+  /// the ended ones reported: rows dropped and errors (QR-7, QR-9). The
+  /// tally is the actor's alone; it is on the heap only so that the
+  /// runner's exit functor, which runs after the state is gone, publishes it.
+  std::set<caf::actor_id> unreported;
+  std::shared_ptr<runner_tally> tally = std::make_shared<runner_tally>();
   bool started = false;
   bool stopping = false;
   bool close_requested = false;
@@ -39,12 +51,14 @@ struct runner_state {
   static inline const char* name = "quern.queue_runner";
 };
 
-using runner_ptr = queue_runner_actor::stateful_pointer<runner_state>;
+using runner_ptr = runner_impl_actor::stateful_pointer<runner_state>;
 
 void check_finished(runner_ptr self) {
   auto& st = self->state;
   if (st.started && !st.start_pending && st.live.empty() && st.pending_closes == 0) {
-    st.cfg.shared->running = false; // before anyone sees the runner down
+    // Before anyone sees the runner down: its handle reads this once the
+    // runner no longer answers.
+    st.cfg.outcome->publish(st.tally->rows_dropped, st.tally->exceptions);
     self->quit(caf::exit_reason::normal);
   }
 }
@@ -93,12 +107,29 @@ void begin_stop(runner_ptr self) {
   if (st.stopping)
     return;
   st.stopping = true;
-  st.cfg.shared->stop = true;
+  *st.cfg.stop = true;
   run_op(self, st.cfg.opts.cancel_op);
   for (auto& kv : st.live)
     caf::anon_send(kv.second, stop_atom::value);
   // Not started yet: the start request (always sent right after spawning)
   // answers with no workers and ends the runner.
+}
+
+bool reportable(runner_ptr self, const caf::error& reason) {
+  auto& st = self->state;
+  return is_reportable(st.cfg.opts.queue_closed_codes, st.cfg.stop->load(), reason);
+}
+
+/// A worker reported its end (or went down without a report: it was
+/// killed): counted out, its rows dropped and its error kept.
+void worker_ended(runner_ptr self, caf::actor_id id, int64_t dropped,
+                  const caf::error& reason) {
+  auto& st = self->state;
+  if (st.unreported.erase(id) == 0)
+    return;
+  st.tally->rows_dropped += dropped;
+  if (reportable(self, reason))
+    st.tally->exceptions.push_back(with_origin(reason, st.names[id]));
 }
 
 void worker_down(runner_ptr self, const caf::down_msg& dm) {
@@ -107,9 +138,9 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   if (i == st.live.end())
     return;
   st.live.erase(i);
+  worker_ended(self, dm.source.id(), 0, dm.reason);
   auto reason = with_origin(dm.reason, st.names[dm.source.id()]);
-  // The worker recorded the error in exceptions_raised itself (end_worker).
-  if (is_reportable(*st.cfg.shared, reason)) {
+  if (reportable(self, reason)) {
     if (st.cfg.coord) {
       self->request(st.cfg.coord, caf::infinite, request_stop_atom::value, reason)
           .then([](bool) {}, [](caf::error&) {});
@@ -127,12 +158,19 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   check_finished(self);
 }
 
-queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg) {
+runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg) {
   self->set_exception_handler(keep_exception_message);
   self->state.cfg = std::move(cfg);
   self->state.keep_alive = caf::actor_cast<caf::actor>(self);
-  auto shared = self->state.cfg.shared;
-  self->attach_functor([shared] { shared->running = false; });
+  // However it ends (check_finished publishes first; killed at exit, or an
+  // exception), the handle gets the outcome, and the queue learns that
+  // this runner no longer feeds it (a dequeue of a pipeline consumer may
+  // wait for that, feeders.hpp).
+  self->attach_functor([outcome = self->state.cfg.outcome, tally = self->state.tally,
+                        queue = self->state.cfg.queue] {
+    outcome->publish(tally->rows_dropped, tally->exceptions);
+    caf::anon_send(queue, feeder_atom::value, int32_t{0}, int32_t{-1}, caf::timespan{0});
+  });
   if (self->state.cfg.coord)
     self->monitor(self->state.cfg.coord);
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -162,10 +200,12 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
         for (size_t i = 0; i < st.cfg.ops.size(); ++i) {
           auto& op = st.cfg.ops[i];
           auto name = op_name(st.cfg.name, st.cfg.ops, i);
-          ++st.cfg.shared->live_workers; // the worker counts itself out
-          auto w = spawn_monitored_worker(
-              self, op,
-              {st.cfg.queue, st.cfg.opts.push_window, st.cfg.shared, uint64_t{0}, name});
+          auto w = spawn_monitored_worker(self, op,
+                                          {st.cfg.queue, st.cfg.opts.push_window,
+                                           st.cfg.stop, st.cfg.opts.queue_closed_codes,
+                                           caf::actor_cast<caf::actor>(self), uint64_t{0},
+                                           name});
+          st.unreported.insert(w.id());
           exit_watch::track(self->system(), w, "worker '" + name + "'");
           st.live.emplace(w.id(), w);
           st.workers.push_back(w);
@@ -188,12 +228,47 @@ queue_runner_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg
         return rp;
       },
       [self](stop_atom) { begin_stop(self); },
+      [self](runner_status_atom) {
+        auto& st = self->state;
+        return std::make_tuple(static_cast<int32_t>(st.unreported.size()),
+                               st.tally->rows_dropped, st.tally->exceptions);
+      },
+      [self](worker_end_atom, uint64_t id, int64_t dropped, caf::error& reason) {
+        worker_ended(self, id, dropped, reason);
+      },
   };
 }
 
 } // namespace
 
-queue_runner_actor spawn_runner(caf::actor_system& sys, runner_config cfg) {
+void runner_outcome::publish(int64_t rows_dropped, std::vector<caf::error> exceptions) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (published_)
+      return;
+    published_ = true;
+    rows_dropped_ = rows_dropped;
+    exceptions_ = std::move(exceptions);
+  }
+  cv_.notify_all();
+}
+
+bool runner_outcome::published() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return published_;
+}
+
+bool runner_outcome::wait(caf::timespan limit, int64_t& rows_dropped,
+                          std::vector<caf::error>& exceptions) const {
+  std::unique_lock<std::mutex> guard{mtx_};
+  if (!cv_.wait_for(guard, limit, [this] { return published_; }))
+    return false;
+  rows_dropped = rows_dropped_;
+  exceptions = exceptions_;
+  return true;
+}
+
+runner_impl_actor spawn_runner(caf::actor_system& sys, runner_config cfg) {
   return sys.spawn(runner_impl, std::move(cfg));
 }
 

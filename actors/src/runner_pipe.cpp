@@ -1,6 +1,7 @@
 #include "runner_pipe.hpp"
 
 #include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
 
 namespace quern::detail {
 
@@ -25,29 +26,24 @@ bool is_clean_exit(const caf::error& reason) {
 
 } // namespace
 
-bool is_reportable(const runner_shared& shared, const caf::error& reason) {
-  if (is_clean_exit(reason) || has_code(shared.closed_codes, reason))
+bool is_reportable(const std::vector<error_code>& closed_codes, bool stopping,
+                   const caf::error& reason) {
+  if (is_clean_exit(reason) || has_code(closed_codes, reason))
     return false;
-  return !(shared.stop.load() && is(reason, error_code::cancelled));
+  return !(stopping && is(reason, error_code::cancelled));
 }
 
-/// Every worker ends here: it counts itself out and records its error in
-/// exceptions_raised before it quits, so that once the handles start()
-/// returned are down, both are up to date (TensorFlow's threads do the
-/// same before they die).
-void record_end(push_pipe& p, const caf::error& reason) {
-  if (!p.shared) // already recorded
+void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason) {
+  if (p.ended)
     return;
-  auto shared = std::move(p.shared);
-  --shared->live_workers;
-  if (is_reportable(*shared, reason)) {
-    std::lock_guard<std::mutex> guard{shared->mtx};
-    shared->exceptions.push_back(with_origin(reason, p.name));
-  }
+  p.ended = true;
+  if (p.runner)
+    caf::anon_send(p.runner, worker_end_atom::value, uint64_t{self}, p.rows_dropped,
+                   reason);
 }
 
 void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
-  record_end(p, reason);
+  record_end(self->id(), p, reason);
   self->quit(std::move(reason));
 }
 
@@ -75,7 +71,7 @@ void wind_down(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
 /// pushed before are still stored, as after end(). Any other error winds
 /// the worker down.
 void run_failed(caf::event_based_actor* self, push_pipe& p, caf::error err) {
-  if (p.shared && has_code(p.shared->closed_codes, err)) {
+  if (has_code(p.closed_codes, err)) {
     if (!p.finish)
       p.finish = std::move(err);
   } else {
@@ -134,8 +130,7 @@ void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight
     async_worker_access::give_back_all(self, std::move(r.sources));
     return;
   }
-  if (p.shared)
-    p.shared->rows_dropped += r.refused;
+  p.rows_dropped += r.refused;
 }
 
 /// A push was acknowledged. Returns false if the worker is to end.
@@ -162,8 +157,7 @@ void on_queue_down(caf::event_based_actor* self, push_pipe& p) {
   int64_t lost = 0;
   for (auto n : p.pushes)
     lost += n;
-  if (p.shared)
-    p.shared->rows_dropped += lost;
+  p.rows_dropped += lost;
   p.pushes.clear();
   p.runs_in_flight.clear();
   wind_down(self, p,

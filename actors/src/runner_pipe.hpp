@@ -31,7 +31,8 @@ namespace quern::detail {
 /// pushes. If the queue refused every row of the run (it was cancelled, or
 /// the worker withdrew its pushes at a stop), the sources go back to the
 /// front of the queues they came from; rows that cannot go back (no sources,
-/// or part of the run was stored) are counted in runner_shared::rows_dropped.
+/// or part of the run was stored) are counted in rows_dropped, which the
+/// worker reports to its runner when it ends.
 struct push_pipe {
   queue_actor queue;
   int32_t window = 2;
@@ -57,20 +58,28 @@ struct push_pipe {
   uint64_t runs = 0;
   /// Runs to make at most (0: no limit): 1 for an op run by hand.
   uint64_t max_runs = 0;
-  /// The runner's shared state and this worker's name, `<runner>/<op>`.
-  std::shared_ptr<runner_shared> shared;
+  /// The runner's stop signal, its queue-closed codes, the runner to report
+  /// the end to (none for an op run by hand), and this worker's name,
+  /// `<runner>/<op>`.
+  stop_flag stop;
+  std::vector<error_code> closed_codes;
+  caf::actor runner;
   std::string name;
+  /// Rows refused by the queue that could not go back (reported at the end).
+  int64_t rows_dropped = 0;
+  /// The end was reported (record_end runs once).
+  bool ended = false;
 
   bool may_run() const {
     return !finish && !run_active && static_cast<int32_t>(pushes.size()) < window;
   }
 };
 
-/// Every worker ends here: it counts itself out and records its error in
-/// exceptions_raised before it quits, so that once the handles start()
-/// returned are down, both are up to date (TensorFlow's threads do the
-/// same before they die).
-void record_end(push_pipe& p, const caf::error& reason);
+/// Every worker ends here: it reports its end (its rows dropped and its exit
+/// reason) to its runner before it quits, so that once the handles start()
+/// returned are down, the runner's counts are up to date (TensorFlow's
+/// threads do the same before they die).
+void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason);
 void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason);
 
 /// The settings every worker's pipe starts with; an exception that escapes
@@ -79,14 +88,16 @@ template <class Self>
 void init_pipe(Self* self, push_pipe& p, worker_settings s) {
   p.queue = std::move(s.queue);
   p.window = std::max(s.window, int32_t{1});
-  p.shared = std::move(s.shared);
+  p.stop = std::move(s.stop);
+  p.closed_codes = std::move(s.closed_codes);
+  p.runner = std::move(s.runner);
   p.max_runs = s.max_runs;
   p.name = std::move(s.name);
   // A queue that is gone answers no push: the worker must not wait for it.
   self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {
     auto err = keep_exception_message(s, ep);
-    record_end(p, err);
+    record_end(s->id(), p, err);
     return err;
   });
 }

@@ -1,8 +1,9 @@
 #pragma once
 
-// What the parts of a queue runner share (private to actors/): the state its
-// handle, its actor and its workers see, the access its workers have to an
-// async_run, and how one part starts the others. The parts:
+// What the parts of a queue runner share (private to actors/): the messages
+// between its handle, its actor and its workers, the stop signal, the access
+// its workers have to an async_run, and how one part starts the others. The
+// runner's state (live workers, errors, rows dropped) is its actor's. The parts:
 //   run.cpp             async_run, blocking_run, run_output (what an op sees)
 //   runner_pipe.*       how a worker pushes its runs' rows and ends
 //   runner_workers.cpp  the async and the blocking worker
@@ -10,6 +11,7 @@
 //   queue_runner.cpp    the queue_runner handle
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +23,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/error.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/timespan.hpp>
 
 #include "quern/queue_runner.hpp"
 
@@ -29,22 +32,46 @@ namespace quern::detail {
 /// worker -> itself: start the next run.
 using worker_run_atom = caf::atom_constant<caf::atom("qr_run")>;
 
-/// What a runner actor shares with its queue_runner handle and its workers
-/// (process-local).
-struct runner_shared {
-  std::atomic<bool> stop{false};
-  /// The runner actor is alive.
-  std::atomic<bool> running{false};
-  /// Workers alive (TensorFlow's runs per session): each counts itself out.
-  std::atomic<int> live_workers{0};
-  caf::actor_addr runner;
-  /// The runner's queue_closed_codes.
-  std::vector<error_code> closed_codes;
-  /// Rows the workers emitted that their queue refused and that did not go
-  /// back to a queue they came from (queue_runner::rows_dropped()).
-  std::atomic<int64_t> rows_dropped{0};
-  mutable std::mutex mtx;
-  std::vector<caf::error> exceptions;
+/// worker -> runner: (worker_end, worker id, rows dropped, exit reason). A
+/// worker sends it just before it quits, so that once the worker's handle is
+/// down, the runner has counted it (local messages keep causal order: a
+/// request its handle makes after seeing the worker down comes later).
+using worker_end_atom = caf::atom_constant<caf::atom("qr_end")>;
+/// handle -> runner: (runner_status) -> (live workers, rows dropped, errors).
+using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
+
+/// The runner actor's own interface: the public one, its handle's status
+/// request and its workers' end reports (process-local: the runner lives
+/// where its handle is, even when its queue is remote).
+using runner_impl_actor = queue_runner_actor::extend<
+    caf::replies_to<runner_status_atom>::with<int32_t, int64_t, std::vector<caf::error>>,
+    caf::reacts_to<worker_end_atom, uint64_t, int64_t, caf::error>>;
+
+/// The one piece of memory a runner shares with its workers: its stop
+/// signal. A blocking op asks should_stop() from inside its run, while its
+/// worker's thread is busy in the op, so no message could reach it there.
+/// The runner (and quern::actor_system at exit) sets it; workers only read
+/// it. Everything else (live workers, errors, rows dropped) is the runner
+/// actor's state, reported to it by message.
+using stop_flag = std::shared_ptr<std::atomic<bool>>;
+
+/// What a runner actor publishes as it ends, for its handle to read once the
+/// actor can no longer answer (written once, by the actor).
+class runner_outcome {
+public:
+  /// The first call wins; later ones are ignored.
+  void publish(int64_t rows_dropped, std::vector<caf::error> exceptions);
+  bool published() const;
+  /// Waits up to `limit` for the outcome; false if it did not come.
+  bool wait(caf::timespan limit, int64_t& rows_dropped,
+            std::vector<caf::error>& exceptions) const;
+
+private:
+  mutable std::mutex mtx_;
+  mutable std::condition_variable cv_;
+  bool published_ = false;
+  int64_t rows_dropped_ = 0;
+  std::vector<caf::error> exceptions_;
 };
 
 struct async_worker_access {
@@ -160,16 +187,21 @@ struct async_worker_access {
 };
 
 /// Whether a worker's exit reason is an error to report (QR-6, QR-7): not
-/// the end of its input, not a queue-closed code, and not a cancellation
-/// that the runner's own cancel_op caused during a stop.
-bool is_reportable(const runner_shared& shared, const caf::error& reason);
+/// the end of its input, not one of `closed_codes`, and not a cancellation
+/// that the runner's own cancel_op caused during a stop (`stopping`).
+bool is_reportable(const std::vector<error_code>& closed_codes, bool stopping,
+                   const caf::error& reason);
 
 /// What a worker is started with.
 struct worker_settings {
   queue_actor queue;
   /// Pushes that may wait for their ack (queue_runner_options::push_window).
   int32_t window = 2;
-  std::shared_ptr<runner_shared> shared;
+  stop_flag stop;
+  /// The runner's queue_closed_codes.
+  std::vector<error_code> closed_codes;
+  /// Where the worker reports its end (none for an op run by hand).
+  caf::actor runner;
   /// Runs to make at most (0: no limit): 1 for an op run by hand.
   uint64_t max_runs = 0;
   /// `<runner>/<op>`: the origin of its errors.
@@ -190,11 +222,12 @@ struct runner_config {
   queue_runner_options opts;
   std::string name;
   coordinator_actor coord;
-  std::shared_ptr<runner_shared> shared;
+  stop_flag stop;
+  std::shared_ptr<runner_outcome> outcome;
 };
 
 /// Spawns the runner actor (runner_actor.cpp).
-queue_runner_actor spawn_runner(caf::actor_system& sys, runner_config cfg);
+runner_impl_actor spawn_runner(caf::actor_system& sys, runner_config cfg);
 
 /// `<runner>/<op name>`, or `<runner>/op<i>` for an op without a name.
 std::string op_name(const std::string& runner_name, const std::vector<enqueue_op>& ops,

@@ -16,7 +16,6 @@ namespace {
 
 struct async_worker_state {
   async_enqueue_fn fn;
-  std::shared_ptr<runner_shared> shared;
   async_run run;
   push_pipe pipe;
   /// Upstream queues this worker pulled from, monitored: a pull sent to a
@@ -34,7 +33,7 @@ void start_async_run(async_worker_ptr self) {
     return;
   st.pipe.run_active = true;
   auto& r = st.run;
-  async_worker_access::reset(r, self, st.pipe.runs, &st.shared->stop);
+  async_worker_access::reset(r, self, st.pipe.runs, st.pipe.stop.get());
   try {
     st.fn(r);
   } catch (...) {
@@ -142,7 +141,6 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
                            worker_settings s) {
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.shared = s.shared;
   init_pipe(self, st.pipe, std::move(s));
   async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
   async_worker_access::set_on_settled(st.run, [self] { async_try_finish(self); });
@@ -175,7 +173,6 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
 
 struct blocking_worker_state {
   blocking_enqueue_fn fn;
-  std::shared_ptr<runner_shared> shared;
   blocking_run run;
   push_pipe pipe;
   static inline const char* name = "quern.blocking_worker";
@@ -186,7 +183,7 @@ using blocking_worker_ptr = caf::stateful_actor<blocking_worker_state>*;
 void start_blocking_run(blocking_worker_ptr self) {
   auto& st = self->state;
   st.pipe.run_scheduled = false;
-  if (st.shared->stop.load()) {
+  if (st.pipe.stop->load()) {
     wind_down(self, st.pipe, caf::make_error(caf::exit_reason::user_shutdown));
     try_finish(self, st.pipe, false);
     return;
@@ -194,7 +191,7 @@ void start_blocking_run(blocking_worker_ptr self) {
   if (!st.pipe.may_run())
     return;
   auto& r = st.run;
-  async_worker_access::reset(r, st.pipe.runs++, &st.shared->stop);
+  async_worker_access::reset(r, st.pipe.runs++, st.pipe.stop.get());
   try {
     // Named in the exit report while it runs (quern::actor_system).
     exit_watch::in_run running{self->system(), st.pipe.name, r.index()};
@@ -212,7 +209,6 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
                               worker_settings s) {
   auto& st = self->state;
   st.fn = std::move(fn);
-  st.shared = s.shared;
   init_pipe(self, st.pipe, std::move(s));
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;

@@ -46,10 +46,11 @@ using unpush_atom = caf::atom_constant<caf::atom("unpush")>;
 
 // -- who feeds a queue --
 /// (feeder, declared, started, timeout): a queue runner of this queue was
-/// made (declared +1), was dropped without a start (-1), or started
-/// (started +1). While the queue has runners none of which ever started, a
-/// dequeue or pull that waited `timeout` (the shortest declared) fails with
-/// failed_precondition instead of waiting forever, as TensorFlow would.
+/// made (declared +1), was dropped without a start (-1), started (started
+/// +1, at each start) or ended (started -1). While the queue has runners
+/// none of which ever started, a dequeue or pull that waited `timeout` (the
+/// shortest declared) fails with failed_precondition instead of waiting
+/// forever, as TensorFlow would.
 using feeder_atom = caf::atom_constant<caf::atom("feeder")>;
 
 // -- internal to an actor: a deadline of one pending attempt expired --

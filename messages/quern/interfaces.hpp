@@ -68,9 +68,10 @@ using strict_queue_actor = caf::typed_actor<
 ///                  pushed(rows stored so far, cancelled) (a producer that
 ///                  stops and takes back what it still holds).
 ///   feeder(declared, started, timeout)
-///                  queue runners made for (declared) and started on (started)
-///                  this queue: a dequeue that waits while runners exist and
-///                  none was started fails after `timeout` with a diagnosis.
+///                  queue runners made for (declared) and started on or ended
+///                  on (started: +1, -1) this queue: a dequeue that waits
+///                  while runners exist and none was started fails after
+///                  `timeout` with a diagnosis.
 using streaming_queue_actor =
     caf::typed_actor<caf::reacts_to<push_atom, std::vector<element>>,
                      caf::reacts_to<push_batch_atom, element>,
