@@ -102,6 +102,21 @@ self->request(writer, caf::infinite, quern::writer_flush_atom::value)
 // docs-snippet-end
 }
 
+void queues_demand(caf::event_based_actor* self, quern::queue_actor q) {
+// docs-snippet-begin: queues-demand
+quern::strict_queue_actor strict = q;      // TensorFlow's operations only
+self->request(strict, caf::infinite, quern::dequeue_many_atom::value, int32_t{32},
+              quern::wait_forever)       // the demand {32, 1, dequeue_many}
+  .then([](quern::element& batch) { /* 32 rows */ },
+        [](caf::error& e) { /* out_of_range once closed and short */ });
+quern::demand d;                           // streaming: 8 batches of 32 rows
+d.n = 32;
+d.count = 8;
+d.cut = quern::batch_cut::dequeue_up_to;
+self->send(q, quern::pull_atom::value, d); // answered by pulled(batches, error)
+// docs-snippet-end
+}
+
 void distributed_host() {
 // docs-snippet-begin: distributed-host
 // the process that owns the queue
