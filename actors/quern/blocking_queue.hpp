@@ -10,6 +10,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/system_messages.hpp>
 
 #include "quern/blocking_client.hpp"
 #include "quern/interfaces.hpp"
@@ -61,6 +62,72 @@ public:
 private:
   std::deque<size_t> owed_;
   size_t total_ = 0;
+};
+
+/// What every streaming handle (queue_writer, queue_reader, batch_reader)
+/// is made of: a caller actor of its own, whose one mailbox receives the
+/// stream's answers in order (so a handle's calls take turns under `mtx`);
+/// the queue it monitors; the credit it has out; and why the stream ended.
+/// A thread waiting in it is named in quern::actor_system's exit report.
+class stream_client {
+public:
+  /// Throws argument_error naming `who` if `q` is not a valid handle.
+  stream_client(caf::actor_system& sys, queue_actor q, const char* who);
+
+  /// Waits for one message: an answer goes to `on_answer`; the queue's end
+  /// records why (end) and forgets the credit out, whose units it returns.
+  /// `op` names the wait in the exit report.
+  template <class F>
+  size_t await_one(caf::atom_value op, F on_answer) {
+    exit_watch::blocked_call waiting{self->home_system(),
+                                     caf::actor_cast<caf::actor_addr>(queue), op};
+    size_t lost = 0;
+    self->receive(std::move(on_answer),
+                  [&](caf::down_msg& dm) { lost = queue_lost(dm); });
+    return lost;
+  }
+
+  mutable std::mutex mtx; // stored() and refused() read under it
+  caf::scoped_actor self;
+  queue_actor queue;
+  credit_ledger ledger;
+  /// The queue actor is gone: nothing more will be answered.
+  bool queue_down = false;
+  /// Why the stream ended: the first error (a reader ignores a withdrawn
+  /// pull's cancelled, and ends normally with out_of_range).
+  caf::error end;
+
+private:
+  size_t queue_lost(const caf::down_msg& dm);
+};
+
+/// The consumer side of both readers: keeps demand out for up to `window`
+/// units (rows or batches, as `shape` asks), hands them out one at a time,
+/// and at its end withdraws what is still granted and gives every unit it
+/// received but did not hand out back to the front of the queue, in order.
+class pull_stream : public stream_client {
+public:
+  /// `shape`: the cut and row count of each demand; a demand of rows asks
+  /// for `chunk` rows and is answered once, a demand of batches asks for as
+  /// many batches as the window has room for. Demand goes out when there is
+  /// room for `chunk` units, in at most `max_messages` messages at a time.
+  pull_stream(caf::actor_system& sys, queue_actor q, const char* who, demand shape,
+              size_t window, size_t chunk, size_t max_messages);
+  ~pull_stream();
+
+  std::optional<element> try_pull();
+  /// try_pull(), throwing the error that ended the data at its end.
+  element pull();
+
+private:
+  void grant();
+  void await_one();
+
+  demand shape_;
+  size_t window_;
+  size_t chunk_;
+  size_t max_messages_;
+  std::deque<element> items_;
 };
 
 } // namespace detail
@@ -137,17 +204,12 @@ private:
   void await_one();
   void poll();
   [[noreturn]] void fail_pending();
-  void handle_ack(int32_t stored, const caf::error& err, size_t sent);
 
-  mutable std::mutex mtx_;
-  caf::scoped_actor self_;
-  queue_actor queue_;
+  detail::stream_client stream_; // its ledger: pushes awaiting an ack, in rows
   size_t window_;
-  std::vector<element> pending_;    // not sent yet
-  detail::credit_ledger in_flight_; // pushes awaiting an ack, in rows
+  std::vector<element> pending_; // not sent yet
   int64_t stored_ = 0;
   int64_t refused_ = 0;
-  caf::error error_;
 };
 
 /// A consumer on the streaming (credit) protocol: keeps demand for up to
@@ -161,7 +223,6 @@ public:
   /// `window`: rows granted or received but not yet taken, at most; from 4
   /// (four pulls of a quarter each stay granted) to 2^31 - 1.
   queue_reader(caf::actor_system& sys, queue_actor q, size_t window = 1024);
-  ~queue_reader();
   queue_reader(const queue_reader&) = delete;
   queue_reader& operator=(const queue_reader&) = delete;
 
@@ -170,17 +231,7 @@ public:
   std::optional<element> try_pull();
 
 private:
-  void grant();
-  void await_one();
-
-  std::mutex mtx_;
-  caf::scoped_actor self_;
-  queue_actor queue_;
-  size_t window_;
-  std::deque<element> buffer_;
-  detail::credit_ledger granted_; // pulls not answered yet, in rows
-  bool queue_down_ = false;
-  caf::error end_;
+  detail::pull_stream stream_;
 };
 
 /// A consumer of batches on the streaming protocol: keeps demand for several
@@ -201,7 +252,6 @@ public:
   /// most (demand goes out in chunks of at least half of it).
   batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
                batch_cut cut = batch_cut::any_size, size_t window = 64);
-  ~batch_reader();
   batch_reader(const batch_reader&) = delete;
   batch_reader& operator=(const batch_reader&) = delete;
 
@@ -210,19 +260,7 @@ public:
   std::optional<element> try_pull();
 
 private:
-  void grant();
-  void await_one();
-
-  std::mutex mtx_;
-  caf::scoped_actor self_;
-  queue_actor queue_;
-  int32_t batch_size_;
-  batch_cut cut_;
-  size_t window_;
-  std::deque<element> batches_;
-  detail::credit_ledger owed_; // demands not settled yet, in batches
-  bool queue_down_ = false;
-  caf::error end_;
+  detail::pull_stream stream_;
 };
 
 } // namespace quern

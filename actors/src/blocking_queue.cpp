@@ -18,26 +18,15 @@ void require_valid(const queue_actor& q, const char* who) {
 
 /// Why a client's queue is gone: the queue's own quern error when it ended
 /// with one (a remote queue's endpoint ends with `unavailable` naming the
-/// queue and its address), else `unavailable: the queue actor terminated`.
+/// queue and its address); `cancelled` when it was shut down (as the actor
+/// system does at exit, the way Session.close() cancels pending ops); else
+/// `unavailable: the queue actor terminated`.
 caf::error queue_gone(const caf::down_msg& dm) {
   if (dm.reason && dm.reason.category() == error_category)
     return dm.reason;
+  if (dm.reason == caf::exit_reason::user_shutdown)
+    return make_error(error_code::cancelled, "the queue actor was shut down");
   return make_error(error_code::unavailable, "the queue actor terminated");
-}
-
-// The readers' shared bookkeeping of an answer's error: the first error
-// other than a withdrawn pull (cancelled) ends the data.
-void note_end(caf::error& end, caf::error& err) {
-  if (err && !is(err, error_code::cancelled) && !end)
-    end = std::move(err);
-}
-
-// The queue went down: nothing still granted will be answered (the caller
-// forgets what it granted).
-void note_queue_down(const caf::down_msg& dm, caf::error& end, bool& queue_down) {
-  queue_down = true;
-  if (!end)
-    end = queue_gone(dm);
 }
 
 // A reader with nothing buffered and an end recorded: false for the normal
@@ -95,6 +84,128 @@ queue_spec blocking_queue::spec() {
   return client_.call<queue_spec>(queue_, spec_atom::value);
 }
 
+// -- the streaming clients' parts ---------------------------------------------
+
+namespace detail {
+
+namespace {
+
+const queue_actor& checked(const queue_actor& q, const char* who) {
+  require_valid(q, who);
+  return q;
+}
+
+} // namespace
+
+stream_client::stream_client(caf::actor_system& sys, queue_actor q, const char* who)
+    : self(sys), queue(checked(q, who)) {
+  // Named in exit reports: a streaming handle still alive when the actor
+  // system goes keeps its caller actor from ending.
+  exit_watch::track(sys, caf::actor_cast<caf::actor>(self),
+                    std::string{"the caller actor of a "} + who + " that is still alive",
+                    {}, false);
+  self->monitor(queue);
+}
+
+size_t stream_client::queue_lost(const caf::down_msg& dm) {
+  queue_down = true;
+  if (!end)
+    end = queue_gone(dm);
+  return ledger.forget();
+}
+
+pull_stream::pull_stream(caf::actor_system& sys, queue_actor q, const char* who,
+                         demand shape, size_t window, size_t chunk, size_t max_messages)
+    : stream_client(sys, std::move(q), who), shape_(shape), window_(window),
+      chunk_(chunk), max_messages_(max_messages) {}
+
+pull_stream::~pull_stream() {
+  std::lock_guard<std::mutex> guard{mtx};
+  if (queue_down)
+    return;
+  // Withdraw the pulls still waiting; each is answered (with what was
+  // already on its way, or with cancelled), then everything received but
+  // not handed out goes back to the front of the queue.
+  if (!ledger.empty())
+    self->send(queue, unpull_atom::value);
+  while (!ledger.empty() && !queue_down)
+    await_one();
+  if (items_.empty() || queue_down)
+    return;
+  std::vector<element> rows;
+  for (auto& x : items_) {
+    if (shape_.as_rows)
+      rows.push_back(std::move(x));
+    else
+      for (int64_t i = 0; i < x.batch_size(); ++i)
+        rows.push_back(x.row(i));
+  }
+  self->send(queue, give_back_atom::value, std::move(rows));
+}
+
+void pull_stream::grant() {
+  while (!end && ledger.messages() < max_messages_) {
+    auto have = ledger.units() + items_.size();
+    if (have + chunk_ > window_)
+      return;
+    // A demand of rows is answered once, so several stay out; a demand of
+    // batches is answered as batches are ready, so one asks for the room.
+    auto units = shape_.as_rows ? chunk_ : window_ - have;
+    demand d = shape_;
+    (shape_.as_rows ? d.n : d.count) = static_cast<int32_t>(units);
+    self->send(queue, pull_atom::value, d);
+    ledger.sent(units);
+  }
+}
+
+void pull_stream::await_one() {
+  stream_client::await_one(pull_atom::value,
+                           [&](pulled_atom, std::vector<element>& xs, caf::error& err) {
+                             // Answers settle the oldest demand: one of rows at once, one
+                             // of batches when it delivered them all or ended with an
+                             // error.
+                             ledger.answered(xs.size(), shape_.as_rows || err);
+                             for (auto& x : xs)
+                               items_.push_back(std::move(x));
+                             // A withdrawn pull's cancelled is no end of the data.
+                             if (err && !is(err, error_code::cancelled) && !end)
+                               end = std::move(err);
+                           });
+}
+
+std::optional<element> pull_stream::try_pull() {
+  std::lock_guard<std::mutex> guard{mtx};
+  while (items_.empty()) {
+    if (end && !more_after(end))
+      return std::nullopt;
+    grant();
+    await_one();
+  }
+  auto x = std::move(items_.front());
+  items_.pop_front();
+  // Answers already in settle their demand first, so that the grant sees
+  // all the room there is.
+  while (!ledger.empty() && self->has_next_message())
+    await_one();
+  grant();
+  return x;
+}
+
+element pull_stream::pull() {
+  auto x = try_pull();
+  if (!x) {
+    caf::error err;
+    {
+      std::lock_guard<std::mutex> guard{mtx}; // another thread may be pulling
+      err = end;
+    }
+    throw_error(err);
+  }
+  return std::move(*x);
+}
+
+} // namespace detail
+
 // -- queue_writer -----------------------------------------------------------------
 
 // At most this many pushes are in flight: one being served, one filling up
@@ -103,119 +214,108 @@ queue_spec blocking_queue::spec() {
 constexpr size_t max_pushes_in_flight = 2;
 
 queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
-    : self_(sys), queue_(std::move(q)), window_(std::max<size_t>(window, 1)) {
-  require_valid(queue_, "queue_writer");
-  self_->monitor(queue_);
-}
+    : stream_(sys, std::move(q), "queue_writer"), window_(std::max<size_t>(window, 1)) {}
 
 queue_writer::~queue_writer() {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{stream_.mtx};
   // Hand every accepted row to the queue without waiting for room: the
   // queue stores them in order, or refuses them if it closes first. A
   // destructor must not block on a full queue that nobody drains.
-  if (!error_ && !pending_.empty())
-    self_->send(queue_, push_atom::value, std::move(pending_));
-}
-
-void queue_writer::handle_ack(int32_t stored, const caf::error& err, size_t sent) {
-  stored_ += stored;
-  if (err && !error_) {
-    error_ = err;
-    refused_ += static_cast<int64_t>(sent) - stored;
-  } else if (err) {
-    refused_ += static_cast<int64_t>(sent) - stored;
-  }
+  if (!stream_.end && !pending_.empty())
+    stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
 }
 
 void queue_writer::await_one() {
-  self_->receive(
-      [&](pushed_atom, int32_t stored, caf::error& err) {
-        auto sent = in_flight_.oldest();
-        in_flight_.answered(sent, true);
-        handle_ack(stored, err, sent);
-      },
-      [&](caf::down_msg& dm) {
-        // The queue is gone: whatever was in flight was never confirmed.
-        refused_ += static_cast<int64_t>(in_flight_.forget());
-        if (!error_)
-          error_ = queue_gone(dm);
-      });
+  auto lost = stream_.await_one(push_atom::value,
+                                [&](pushed_atom, int32_t stored, caf::error& err) {
+                                  auto sent = stream_.ledger.oldest();
+                                  stream_.ledger.answered(sent, true);
+                                  stored_ += stored;
+                                  if (err) {
+                                    refused_ += static_cast<int64_t>(sent) - stored;
+                                    if (!stream_.end)
+                                      stream_.end = std::move(err);
+                                  }
+                                });
+  // The queue is gone: whatever was in flight was never confirmed.
+  refused_ += static_cast<int64_t>(lost);
 }
 
 void queue_writer::poll() {
-  while (!in_flight_.empty() && self_->has_next_message())
+  while (!stream_.ledger.empty() && stream_.self->has_next_message())
     await_one();
 }
 
 void queue_writer::send_pending() {
   if (pending_.empty())
     return;
-  in_flight_.sent(pending_.size());
-  self_->send(queue_, push_atom::value, std::move(pending_));
+  stream_.ledger.sent(pending_.size());
+  stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
   pending_.clear();
 }
 
 void queue_writer::fail_pending() {
   refused_ += static_cast<int64_t>(pending_.size());
   pending_.clear();
-  throw_error(error_);
+  throw_error(stream_.end);
 }
 
 int64_t queue_writer::stored() const {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{stream_.mtx};
   return stored_;
 }
 
 int64_t queue_writer::refused() const {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{stream_.mtx};
   return refused_;
 }
 
 void queue_writer::push(element e) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (error_) {
+  std::lock_guard<std::mutex> guard{stream_.mtx};
+  if (stream_.end) {
     ++refused_; // push() refuses its row once the stream failed
-    throw_error(error_);
+    throw_error(stream_.end);
   }
   pending_.push_back(std::move(e));
   poll();
-  while (in_flight_.messages() >= max_pushes_in_flight &&
-         in_flight_.units() + pending_.size() >= window_)
+  auto& in_flight = stream_.ledger;
+  while (in_flight.messages() >= max_pushes_in_flight &&
+         in_flight.units() + pending_.size() >= window_)
     await_one();
-  if (error_)
+  if (stream_.end)
     fail_pending();
-  if (in_flight_.messages() < max_pushes_in_flight)
+  if (in_flight.messages() < max_pushes_in_flight)
     send_pending();
 }
 
 void queue_writer::push_batch(element batch) {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{stream_.mtx};
   auto rows = static_cast<size_t>(batch.batch_size());
-  if (error_) {
+  if (stream_.end) {
     refused_ += static_cast<int64_t>(rows);
-    throw_error(error_);
+    throw_error(stream_.end);
   }
   // Rows pushed before go first: the queue serves one producer's messages
   // in order.
   send_pending();
   poll();
-  while (!in_flight_.empty() && in_flight_.units() + rows > window_)
+  while (!stream_.ledger.empty() && stream_.ledger.units() + rows > window_)
     await_one();
-  if (error_) {
+  if (stream_.end) {
     refused_ += static_cast<int64_t>(rows);
-    throw_error(error_);
+    throw_error(stream_.end);
   }
-  in_flight_.sent(rows);
-  self_->send(queue_, push_batch_atom::value, std::move(batch));
+  stream_.ledger.sent(rows);
+  stream_.self->send(stream_.queue, push_batch_atom::value, std::move(batch));
 }
 
 void queue_writer::flush() {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (!error_)
+  std::lock_guard<std::mutex> guard{stream_.mtx};
+  if (!stream_.end)
     send_pending();
-  while (!in_flight_.empty())
+  while (!stream_.ledger.empty())
     await_one();
-  if (error_)
+  if (stream_.end)
     fail_pending();
 }
 
@@ -225,187 +325,80 @@ void queue_writer::flush() {
 // answered while the others wait at the queue.
 constexpr size_t max_pulls_outstanding = 4;
 
-queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
-    : self_(sys), queue_(std::move(q)), window_(window) {
-  require_valid(queue_, "queue_reader");
-  // Each of the pulls granted at a time asks for a quarter of the window, as
-  // an int32: at least one row each, and no share that overflows.
-  if (window_ < max_pulls_outstanding ||
-      window_ > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    throw argument_error("queue_reader needs a window of 4 to 2147483647 rows, got " +
-                         std::to_string(window_));
-  self_->monitor(queue_);
-}
-
-queue_reader::~queue_reader() {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (queue_down_)
-    return;
-  // Withdraw the pulls still waiting; each is answered (with rows that were
-  // already on their way, or with cancelled), then everything received but
-  // not taken goes back to the front of the queue.
-  if (!granted_.empty())
-    self_->send(queue_, unpull_atom::value);
-  while (!granted_.empty() && !queue_down_)
-    await_one();
-  if (!buffer_.empty() && !queue_down_) {
-    std::vector<element> rows(std::make_move_iterator(buffer_.begin()),
-                              std::make_move_iterator(buffer_.end()));
-    self_->send(queue_, give_back_atom::value, std::move(rows));
-  }
-}
-
-void queue_reader::grant() {
-  auto per_pull = static_cast<int32_t>(window_ / max_pulls_outstanding);
-  while (!end_ && granted_.messages() < max_pulls_outstanding &&
-         buffer_.size() + granted_.units() + per_pull <= window_) {
-    demand d;
-    d.n = per_pull;
-    d.cut = batch_cut::any_size;
-    d.as_rows = true;
-    self_->send(queue_, pull_atom::value, d);
-    granted_.sent(static_cast<size_t>(per_pull));
-  }
-}
-
-void queue_reader::await_one() {
-  self_->receive(
-      [&](pulled_atom, std::vector<element>& rows, caf::error& err) {
-        granted_.answered(rows.size(), true); // a pull of rows is answered once
-        for (auto& r : rows)
-          buffer_.push_back(std::move(r));
-        note_end(end_, err);
-      },
-      [&](caf::down_msg& dm) {
-        note_queue_down(dm, end_, queue_down_);
-        granted_.forget();
-      });
-}
-
-std::optional<element> queue_reader::try_pull() {
-  std::lock_guard<std::mutex> guard{mtx_};
-  while (buffer_.empty()) {
-    if (end_ && !more_after(end_))
-      return std::nullopt;
-    grant();
-    await_one();
-  }
-  auto e = std::move(buffer_.front());
-  buffer_.pop_front();
-  while (!granted_.empty() && self_->has_next_message())
-    await_one();
-  grant();
-  return e;
-}
-
-// -- batch_reader -----------------------------------------------------------------
-
-batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
-                           batch_cut cut, size_t window)
-    : self_(sys), queue_(std::move(q)), batch_size_(batch_size), cut_(cut),
-      window_(window) {
-  require_valid(queue_, "batch_reader");
-  if (batch_size_ <= 0)
-    throw argument_error("batch_reader needs a positive batch size, got " +
-                         std::to_string(batch_size_));
-  if (window_ < 2 || window_ > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    throw argument_error("batch_reader needs a window of at least 2 batches, got " +
-                         std::to_string(window_));
-  self_->monitor(queue_);
-}
-
-batch_reader::~batch_reader() {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (queue_down_)
-    return;
-  if (!owed_.empty())
-    self_->send(queue_, unpull_atom::value);
-  while (!owed_.empty() && !queue_down_)
-    await_one();
-  if (!batches_.empty() && !queue_down_) {
-    std::vector<element> rows;
-    for (auto& b : batches_)
-      for (int64_t i = 0; i < b.batch_size(); ++i)
-        rows.push_back(b.row(i));
-    self_->send(queue_, give_back_atom::value, std::move(rows));
-  }
-}
-
-void batch_reader::grant() {
-  if (end_)
-    return;
-  // Demand goes out in chunks of at least half the window, so that one grant
-  // serves many batches and the queue can send every batch it has ready in
-  // one message (a window of 16 batches of 128 rows measured 1.2x the plain
-  // loop in bench_reading_pipeline, 64 measured 1.35x: fewer wake-ups of
-  // the consumer and of the queue per row).
-  auto have = owed_.units() + batches_.size();
-  if (have > window_ / 2)
-    return;
-  demand d;
-  d.n = batch_size_;
-  d.count = static_cast<int32_t>(window_ - have);
-  d.cut = cut_;
-  self_->send(queue_, pull_atom::value, d);
-  owed_.sent(static_cast<size_t>(d.count));
-}
-
-void batch_reader::await_one() {
-  self_->receive(
-      [&](pulled_atom, std::vector<element>& bs, caf::error& err) {
-        // Answers come for the oldest demand still owing batches; it is done
-        // when it delivered them all or ended with an error.
-        owed_.answered(bs.size(), static_cast<bool>(err));
-        for (auto& b : bs)
-          batches_.push_back(std::move(b));
-        note_end(end_, err);
-      },
-      [&](caf::down_msg& dm) {
-        note_queue_down(dm, end_, queue_down_);
-        owed_.forget();
-      });
-}
-
-std::optional<element> batch_reader::try_pull() {
-  std::lock_guard<std::mutex> guard{mtx_};
-  while (batches_.empty()) {
-    if (end_ && !more_after(end_))
-      return std::nullopt;
-    grant();
-    await_one();
-  }
-  auto b = std::move(batches_.front());
-  batches_.pop_front();
-  grant();
-  return b;
-}
-
 namespace {
 
-// pull() of a reader: try_pull(), and at the end of data the error that
-// ended it (read under the reader's lock: another thread may be pulling).
-template <class Reader>
-element pull_or_throw(Reader& r, std::mutex& mtx, const caf::error& end) {
-  auto x = r.try_pull();
-  if (!x) {
-    caf::error err;
-    {
-      std::lock_guard<std::mutex> guard{mtx};
-      err = end;
-    }
-    throw_error(err);
-  }
-  return std::move(*x);
+size_t checked_row_window(size_t window) {
+  // Each of the pulls granted at a time asks for a quarter of the window, as
+  // an int32: at least one row each, and no share that overflows.
+  if (window < max_pulls_outstanding ||
+      window > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw argument_error("queue_reader needs a window of 4 to 2147483647 rows, got " +
+                         std::to_string(window));
+  return window;
+}
+
+demand rows_demand() {
+  demand d;
+  d.cut = batch_cut::any_size;
+  d.as_rows = true;
+  return d;
 }
 
 } // namespace
 
-element batch_reader::pull() {
-  return pull_or_throw(*this, mtx_, end_);
-}
+queue_reader::queue_reader(caf::actor_system& sys, queue_actor q, size_t window)
+    : stream_(sys, std::move(q), "queue_reader", rows_demand(),
+              checked_row_window(window), window / max_pulls_outstanding,
+              max_pulls_outstanding) {}
 
 element queue_reader::pull() {
-  return pull_or_throw(*this, mtx_, end_);
+  return stream_.pull();
+}
+
+std::optional<element> queue_reader::try_pull() {
+  return stream_.try_pull();
+}
+
+// -- batch_reader -----------------------------------------------------------------
+
+namespace {
+
+demand batches_demand(int32_t batch_size, batch_cut cut) {
+  if (batch_size <= 0)
+    throw argument_error("batch_reader needs a positive batch size, got " +
+                         std::to_string(batch_size));
+  demand d;
+  d.n = batch_size;
+  d.cut = cut;
+  return d;
+}
+
+size_t checked_batch_window(size_t window) {
+  if (window < 2 || window > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw argument_error("batch_reader needs a window of at least 2 batches, got " +
+                         std::to_string(window));
+  return window;
+}
+
+} // namespace
+
+// Demand goes out in chunks of at least half the window, so that one grant
+// serves many batches and the queue can send every batch it has ready in one
+// message (a window of 16 batches of 128 rows measured 1.2x the plain loop in
+// bench_reading_pipeline, 64 measured 1.35x: fewer wake-ups of the consumer
+// and of the queue per row).
+batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
+                           batch_cut cut, size_t window)
+    : stream_(sys, std::move(q), "batch_reader", batches_demand(batch_size, cut),
+              checked_batch_window(window), window - window / 2,
+              std::numeric_limits<size_t>::max()) {}
+
+element batch_reader::pull() {
+  return stream_.pull();
+}
+
+std::optional<element> batch_reader::try_pull() {
+  return stream_.try_pull();
 }
 
 } // namespace quern

@@ -86,6 +86,40 @@ TEST_CASE("at exit a thread still blocked in dequeue gets CancelledError and the
   CHECK(seen->any("never_fed' is still running"));
 }
 
+TEST_CASE("at exit a thread still waiting in a queue_reader's pull is named, gets "
+          "CancelledError and the program ends",
+          "[exit]") {
+  auto seen = std::make_shared<exit_lines>();
+  auto outcome = std::make_shared<std::atomic<int>>(0); // 1: cancelled, 2: other
+  {
+    quern::config cfg;
+    quern::actor_system sys{cfg};
+    sys.exit_grace(100ms);
+    sys.exit_reporter([seen](const std::string& s) { seen->add(s); });
+    auto q = spawn_fifo_queue(sys, 4, {dtype::int64}, {tensor_shape{}}, "never_pushed");
+    std::atomic<bool> waiting{false};
+    std::thread{[&sys, q, outcome, &waiting] {
+      try {
+        queue_reader r{sys, q, 8};
+        waiting = true;
+        r.pull(); // nobody ever pushes
+        *outcome = 2;
+      } catch (const cancelled_error&) {
+        *outcome = 1;
+      } catch (...) {
+        *outcome = 2;
+      }
+    }}.detach();
+    REQUIRE(eventually([&] { return waiting.load(); }));
+    std::this_thread::sleep_for(20ms); // into the wait
+  }
+  INFO(seen->all());
+  CHECK(eventually([&] { return outcome->load() != 0; }));
+  CHECK(*outcome == 1);
+  CHECK(seen->any("in pull on FIFOQueue '"));
+  CHECK(seen->any("never_pushed"));
+}
+
 TEST_CASE("at exit a queue runner declared before the actor system does not hang it",
           "[exit]") {
   auto seen = std::make_shared<exit_lines>();
