@@ -1,8 +1,9 @@
 #pragma once
 
-// The pending-attempt machinery shared by the four queue kinds
-// (docs/semantics.md Q-10..Q-14): two FIFO lists of attempts, served by one flush.
-// Private to actors/: the public face is quern/queue.hpp.
+// The state of a queue shared by the four queue kinds (docs/semantics.md
+// Q-10..Q-14): its storage, whether it is closed, and two lines of waiting
+// attempts (attempts.hpp) served in order by one flush. Private to actors/:
+// the public face is quern/queue.hpp.
 
 #include <cstdint>
 #include <deque>
@@ -16,32 +17,12 @@
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
 
+#include "attempts.hpp"
 #include "completion.hpp"
 #include "kinds/kind.hpp"
 #include "rows.hpp"
 
 namespace quern::detail {
-
-struct enqueue_attempt {
-  enum class op { enqueue, enqueue_many, push, close };
-  op what = op::enqueue;
-  uint64_t id = 0;
-  row_list rows;      // rows still to store
-  int64_t total = 0;  // rows of the attempt
-  int64_t stored = 0; // rows stored so far
-  caf::actor_addr client;
-  completion done;
-};
-
-/// One demand (quern/demand.hpp) waiting to be served: a strict dequeue
-/// (count 1, answered through a promise) or a streaming pull.
-struct dequeue_attempt {
-  uint64_t id = 0;
-  demand want;   // want.count: batches still owed
-  row_list held; // rows taken for the current batch while waiting for the rest
-  caf::actor_addr client;
-  completion done;
-};
 
 /// The state of one queue actor (docs/semantics.md, Queues).
 class queue_core {
@@ -85,23 +66,27 @@ public:
   /// The prefix of dequeue_many/up_to messages.
   std::string dequeue_many_name() const;
 
-private:
-  enum class progress { none, partial, complete };
+  // -- what attempts serve themselves from -----------------------------------
 
-  void flush();
-  progress serve(enqueue_attempt& a);
-  progress serve(dequeue_attempt& a);
-  /// What cutting one batch of a demand did.
-  enum class cut_step { waiting, held, batch, ended };
-  cut_step cut_any(dequeue_attempt& a, caf::error& end);
-  cut_step cut_exact(dequeue_attempt& a, caf::error& end);
-  void emit(dequeue_attempt& a, std::vector<element>& ready);
+  caf::local_actor* self() const { return self_; }
+  queue_storage& storage() { return *storage_; }
+  const queue_kind_rules& kind() const { return kind_; }
+  void mark_closed() { closed_ = true; }
+  /// Moves `n` rows to hand out to the end of `out`.
   void take(size_t n, row_list& out);
   /// Elements that may be taken now (min_after_dequeue while open, Q-51).
   size_t available() const;
   bool has_live_enqueue_attempts() const;
+  /// "<prefix> is closed and has insufficient elements (...)".
   caf::error insufficient(const std::string& prefix, int64_t requested,
                           size_t current) const;
+
+private:
+  void flush();
+  /// Serves a line from its head while its attempts complete; returns
+  /// whether anything moved.
+  template <class Attempts>
+  bool serve_line(Attempts& line);
 
   caf::local_actor* self_;
   queue_spec spec_;
