@@ -123,11 +123,18 @@ private:
   void grant();
   void await_one();
 
+  /// Tells the queue how many units the caller's code has taken (taken,
+  /// quern/atoms.hpp): the relay of a queue in another process keeps the
+  /// rest, and gives them back if this process is lost.
+  void confirm();
+
   demand shape_;
   size_t window_;
   size_t chunk_;
   size_t max_messages_;
   std::deque<element> items_;
+  uint64_t handed_ = 0;    // units handed to the caller's code
+  uint64_t confirmed_ = 0; // of which the queue was told
 };
 
 } // namespace detail

@@ -42,7 +42,9 @@ namespace quern {
 // 3: one pull(demand) answered by pulled(xs, error);
 // 4: feeder's `started` is -1 when a runner ends (a queue of version 3 would
 //    take the end of its last runner for runners never started).
-constexpr uint32_t wire_version = 4;
+// 5: taken(n), a consumer's confirmation of what its code took; summary_event
+//    holds its payload as a variant.
+constexpr uint32_t wire_version = 5;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

@@ -117,7 +117,18 @@ size_t stream_client::queue_lost(const caf::down_msg& dm) {
 pull_stream::pull_stream(caf::actor_system& sys, queue_actor q, const char* who,
                          demand shape, size_t window, size_t chunk, size_t max_messages)
     : stream_client(sys, std::move(q), who), shape_(shape), window_(window),
-      chunk_(chunk), max_messages_(max_messages) {}
+      chunk_(chunk), max_messages_(max_messages) {
+  // From here on, what this reader is sent and does not confirm goes back
+  // to the queue if its process is lost (a queue in this process ignores it).
+  self->send(queue, taken_atom::value, uint64_t{0});
+}
+
+void pull_stream::confirm() {
+  if (confirmed_ == handed_)
+    return;
+  self->send(queue, taken_atom::value, handed_);
+  confirmed_ = handed_;
+}
 
 pull_stream::~pull_stream() {
   std::lock_guard<std::mutex> guard{mtx};
@@ -130,7 +141,10 @@ pull_stream::~pull_stream() {
     self->send(queue, unpull_atom::value);
   while (!ledger.empty() && !queue_down)
     await_one();
-  if (items_.empty() || queue_down)
+  if (queue_down)
+    return;
+  confirm(); // before the give-back: what remains was not taken
+  if (items_.empty())
     return;
   std::vector<element> rows;
   for (auto& x : items_) {
@@ -183,6 +197,12 @@ std::optional<element> pull_stream::try_pull() {
   }
   auto x = std::move(items_.front());
   items_.pop_front();
+  // What the caller's code had before this call is confirmed every `chunk_`
+  // units: a process lost has at most that many, and the one it holds now,
+  // handed out again, and none lost.
+  if (handed_ - confirmed_ >= chunk_)
+    confirm();
+  ++handed_;
   // Answers already in settle their demand first, so that the grant sees
   // all the room there is.
   while (!ledger.empty() && self->has_next_message())

@@ -82,6 +82,7 @@ public:
         [this](push_batch_atom, element& batch) { push_batch(batch); },
         [this](pull_atom, const demand& d) { pull(d); },
         [this](give_back_atom, std::vector<element>& rows) { give_back(rows); },
+        [](taken_atom, uint64_t) {}, // a relay's business (remote_facade.cpp)
         [this](unpull_atom) {
           core_.unpull(caf::actor_cast<caf::actor_addr>(current_sender()));
         },

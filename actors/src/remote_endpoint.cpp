@@ -141,6 +141,7 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
       [self](give_back_atom a, std::vector<element>& rows) {
         self->delegate(self->state.remote, a, std::move(rows));
       },
+      [self](taken_atom a, uint64_t n) { self->delegate(self->state.remote, a, n); },
       [self](unpull_atom a) { self->delegate(self->state.remote, a); },
       [self](unpush_atom a) { self->delegate(self->state.remote, a); },
       [self](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {

@@ -5,7 +5,12 @@
 // so a kill reaches at most what was made for that peer.
 #include "remote_internal.hpp"
 
+#include "quern/blocking_queue.hpp" // detail::credit_ledger
+
 #include <unistd.h>
+
+#include <deque>
+#include <iostream>
 
 #include <caf/mailbox_element.hpp>
 #include <caf/stateful_actor.hpp>
@@ -47,19 +52,103 @@ caf::typed_response_promise<T> ask(Self self, const Dest& dest, Ts&&... xs) {
 
 // -- one relay per client actor of a peer ------------------------------------------
 
+// What a consumer of another process was sent by its pulls and has not
+// confirmed taking (taken, atoms.hpp), so that it can go back to the front of
+// the queue if the consumer's process is lost. Only consumers that confirm
+// (the readers) are kept track of; an async worker's pull is not.
+struct unconfirmed {
+  bool tracking = false; // the client confirms what it takes
+  bool as_rows = true;   // the shape of its demands (a reader keeps one)
+  uint64_t confirmed = 0;
+  std::deque<element> units;  // sent and not confirmed, oldest first
+  detail::credit_ledger owed; // its pulls not yet settled by the queue
+  bool draining = false;      // the client is gone; the queue answers unpull
+
+  void sent(std::vector<element>& xs, const caf::error& err) {
+    owed.answered(xs.size(), as_rows || err);
+    if (tracking)
+      for (auto& x : xs)
+        units.push_back(x); // shares the buffers
+  }
+  void taken(uint64_t total) {
+    tracking = true;
+    while (confirmed < total && !units.empty()) {
+      units.pop_front();
+      ++confirmed;
+    }
+    confirmed = std::max(confirmed, total);
+  }
+  std::vector<element> rows() {
+    std::vector<element> out;
+    for (auto& x : units) {
+      if (as_rows)
+        out.push_back(std::move(x));
+      else
+        for (int64_t i = 0; i < x.batch_size(); ++i)
+          out.push_back(x.row(i));
+    }
+    units.clear();
+    return out;
+  }
+};
+
+// The client's process is gone with units it never confirmed: they go back
+// to the front of the queue, in order, and the host says so. Those its code
+// took after its last confirmation will be handed out again: at most one
+// confirmation interval (docs/distributed.md).
+template <class Self>
+void give_back_unconfirmed(Self self, const queue_actor& q, unconfirmed& book) {
+  auto rows = book.rows();
+  if (rows.empty())
+    return;
+  std::cerr << "quern: a consumer of " << detail::exit_watch::name_of(q.address())
+            << " was lost with " << rows.size()
+            << " rows it had not confirmed taking; they went back to the front of "
+               "the queue (those its code took since its last confirmation will be "
+               "handed out again)\n";
+  self->send(q, give_back_atom::value, std::move(rows));
+}
+
+// The relay ends with its queue, its facade or its client; a client lost
+// with units it did not confirm has them given back first, once the queue
+// has answered its withdrawn pulls.
+template <class Self>
+void watch_client(Self self, const queue_actor& q, const caf::strong_actor_ptr& client,
+                  const std::shared_ptr<unconfirmed>& book) {
+  self->set_down_handler([=](caf::down_msg& dm) {
+    bool client_lost = client && dm.source == client->address();
+    if (!client_lost || !book->tracking) {
+      self->quit();
+      return;
+    }
+    // Its pulls still at the queue are withdrawn; their answers (what was
+    // already on its way, then cancelled) are kept like the rest.
+    book->draining = true;
+    if (book->owed.empty()) {
+      give_back_unconfirmed(self, q, *book);
+      self->quit();
+      return;
+    }
+    self->send(q, unpull_atom::value);
+  });
+}
+
 // Stands for one client actor of a peer (an endpoint, a reader, a writer) at
 // the queue: the queue keys pending pulls and pushes by their sender and
 // withdraws them when it goes down, so each client needs its own relay, which
-// ends when its client does (its node lost) or the facade or queue ends.
+// ends when its client does (its node lost) or the facade or queue ends. A
+// consumer that confirms what it takes has what it did not confirm given
+// back first.
 client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
                                                queue_actor q,
                                                caf::strong_actor_ptr client,
                                                caf::actor facade) {
+  auto book = std::make_shared<unconfirmed>();
   self->monitor(q);
   self->monitor(facade);
   if (client)
     self->monitor(caf::actor_cast<caf::actor>(client));
-  self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  watch_client(self, q, client, book);
   ignore_remote_exits(self);
   // Enqueued directly: a typed actor may not send() to an untyped handle,
   // and the client may be any kind of actor (as the queue's completion does).
@@ -91,10 +180,17 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       // Streamed: sent as this relay, so the queue answers it (below).
       [=](push_atom a, std::vector<element>& rows) { self->send(q, a, std::move(rows)); },
       [=](push_batch_atom a, element& b) { self->send(q, a, std::move(b)); },
-      [=](pull_atom a, const demand& d) { self->send(q, a, d); },
+      [=](pull_atom a, const demand& d) {
+        book->as_rows = d.as_rows;
+        book->owed.sent(static_cast<size_t>(d.as_rows ? d.n : d.count));
+        self->send(q, a, d);
+      },
       [=](give_back_atom a, std::vector<element>& rows) {
+        // A reader gives back all it holds, after confirming what it took.
+        book->units.clear();
         self->send(q, a, std::move(rows));
       },
+      [=](taken_atom, uint64_t n) { book->taken(n); },
       [=](unpull_atom a) { self->send(q, a); },
       [=](unpush_atom a) { self->send(q, a); },
       [=](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {
@@ -104,7 +200,15 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       // The queue's answers to what this relay streamed.
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
       [=](pulled_atom a, std::vector<element>& xs, caf::error& err) {
-        back(a, std::move(xs), std::move(err));
+        book->sent(xs, err);
+        if (!book->draining) {
+          back(a, std::move(xs), std::move(err));
+          return;
+        }
+        if (book->owed.empty()) {
+          give_back_unconfirmed(self, q, *book);
+          self->quit();
+        }
       },
   };
 }
@@ -183,6 +287,7 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
       [=](give_back_atom a, std::vector<element>& rows) {
         pass(self, a, std::move(rows));
       },
+      [=](taken_atom a, uint64_t n) { pass(self, a, n); },
       [=](unpull_atom a) { pass(self, a); },
       [=](unpush_atom a) { pass(self, a); },
       [=](feeder_atom a, int32_t declared, int32_t started, caf::timespan t) {

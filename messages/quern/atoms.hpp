@@ -36,6 +36,13 @@ using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
+/// consumer -> queue: (taken, n) the consumer's code has taken the first n
+/// units (rows, or batches) its pulls received, counted from its first pull.
+/// A reader sends taken(0) when it starts. The relay of a remote queue keeps
+/// what a consumer was sent and has not confirmed, and gives it back to the
+/// front of the queue if the consumer's process is lost; a queue in the
+/// consumer's own process has nothing to keep and ignores it.
+using taken_atom = caf::atom_constant<caf::atom("taken")>;
 /// consumer -> queue: withdraw every pending pull and dequeue of the sender;
 /// each is answered with cancelled (pulled(no rows, cancelled) for a pull),
 /// and the rows it held go back.

@@ -221,6 +221,68 @@ TEST_CASE("distributed SIGKILL of a consumer loses at most its row in flight") {
   CHECK(s.size() > 0);
 }
 
+namespace {
+
+// A reader in a victim process is killed while it holds rows: what it had
+// not confirmed taking goes back to the queue, so no row is lost, and at
+// most `max_twice` rows (one confirmation interval) are taken twice.
+void check_reader_victim(const std::string& api, size_t max_twice) {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto victim_out = dir.file("victim.out");
+  auto survivor_out = dir.file("survivor.out");
+  auto victim = start_client(dir, "victim", host.address,
+                             {"--node.role=consume", "--node.api=" + api,
+                              "--node.pace-ms=2", "--node.out=" + victim_out});
+  auto survivor = start_client(dir, "survivor", host.address,
+                               {"--node.role=consume", "--node.api=dequeue",
+                                "--node.pace-ms=1", "--node.out=" + survivor_out});
+  constexpr int64_t count = 3000;
+  auto producer = start_client(dir, "producer", host.address,
+                               {"--node.role=produce", "--node.api=writer", "--node.id=1",
+                                "--node.count=" + std::to_string(count)});
+  bool victim_took =
+      eventually(start_limit, [&] { return taken(victim_out).size() >= 100; });
+  INFO(victim->report());
+  REQUIRE(victim_took);
+  victim->signal(SIGKILL);
+  require_exit(*victim, 128 + SIGKILL);
+  require_exit(*producer, 0);
+  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
+  require_exit(*closer, 0);
+  require_exit(*survivor, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+
+  auto v = taken(victim_out);
+  auto s = taken(survivor_out);
+  std::multiset<int64_t> got(v.begin(), v.end());
+  got.insert(s.begin(), s.end());
+  std::set<int64_t> unique(got.begin(), got.end());
+  INFO("victim took " << v.size() << ", survivor " << s.size() << "\n"
+                      << host.proc->report());
+  CHECK(unique.size() == static_cast<size_t>(count)); // none lost
+  for (auto x : unique)
+    CHECK((x >= 1000000 && x < 1000000 + count));
+  CHECK(got.size() - unique.size() <= max_twice);
+  CHECK(contains(host.proc->err(), "went back to the front of the queue"));
+}
+
+} // namespace
+
+TEST_CASE("distributed SIGKILL of a queue_reader gives back the rows it had not "
+          "confirmed") {
+  // The node's queue_reader has a window of 16 rows: it confirms every 4.
+  check_reader_victim("reader", 4);
+}
+
+TEST_CASE("distributed SIGKILL of a batch_reader gives back the batches it had not "
+          "confirmed") {
+  // The node's batch_reader keeps 4 batches of up to 32 rows: it confirms
+  // every 2 batches.
+  check_reader_victim("batch", 64);
+}
+
 TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable") {
   // Two consumers wait on an empty queue, one in a blocking dequeue and one
   // in a queue_reader's pull; the host dies. Neither may hang.
