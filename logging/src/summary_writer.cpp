@@ -203,13 +203,8 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
 caf::result<void> add_summary(writer_pointer self, std::vector<summary_value> values,
                               int64_t step, double wall_time) {
   auto& st = self->state;
-  summary_event ev;
-  ev.wall_time = wall_time;
-  ev.step = step;
-  ev.what = event_kind::summary;
-  ev.values = std::move(values);
   if (!st.closed) {
-    for (auto& v : ev.values) {
+    for (auto& v : values) {
       if (!v.has_metadata())
         continue;
       if (!st.seen_tags.insert(v.tag).second) {
@@ -220,6 +215,10 @@ caf::result<void> add_summary(writer_pointer self, std::vector<summary_value> va
       }
     }
   }
+  summary_event ev;
+  ev.wall_time = wall_time;
+  ev.step = step;
+  ev.what = summary_event::summary{std::move(values)};
   return add_events(self, std::array<summary_event, 1>{std::move(ev)});
 }
 

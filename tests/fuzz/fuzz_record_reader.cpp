@@ -253,7 +253,7 @@ void write_seeds(const std::string& dir) {
   quern::summary_value v;
   v.tag = "weights";
   v.value = quern::histogram_data{0, 1, 4, 2, 1.5, {0.5, 1}, {2, 2}};
-  ev.values = {v};
+  ev.what = quern::summary_event::summary{{v}};
   encoder.append_event(file, ev);
   write_seed(dir, "event_file", std::string(1, '\0') + file);
   // The same file cut inside its last record, and with a byte changed.
