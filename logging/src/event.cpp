@@ -2,7 +2,7 @@
 
 #include "event.pb.h"
 #include "quern/error.hpp"
-#include "quern/summary/record.hpp"
+#include "quern/format/record.hpp"
 
 namespace quern {
 

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/values.hpp"
 
 using namespace quern;

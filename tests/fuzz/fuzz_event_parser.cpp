@@ -35,9 +35,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary.hpp"
 #include "quern/summary/event.hpp"
-#include "quern/summary/record.hpp"
 
 #define QUERN_FUZZ_TARGET "fuzz_event_parser"
 #include "fuzz_support.hpp"

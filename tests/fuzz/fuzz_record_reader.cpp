@@ -1,4 +1,4 @@
-// Fuzz target: TFRecord framing (quern/summary/record.hpp) and the event-file
+// Fuzz target: TFRecord framing (quern/format/record.hpp) and the event-file
 // reader (quern/summary/reader.hpp).
 //
 // The first byte picks the input's form:
@@ -39,9 +39,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 
 #define QUERN_FUZZ_TARGET "fuzz_record_reader"
 #include "fuzz_support.hpp"

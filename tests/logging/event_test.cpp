@@ -7,10 +7,10 @@
 #include <caf/deep_to_string.hpp>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/values.hpp"
 #include "test_util.hpp"
 

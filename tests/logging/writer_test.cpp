@@ -27,11 +27,11 @@
 #if __has_include("quern/coordination.hpp")
 #include "quern/coordination.hpp"
 #endif
+#include "quern/format/record.hpp"
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/summary_writer.hpp"
 #include "test_util.hpp"
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "quern/error.hpp"
-#include "quern/summary/record.hpp"
+#include "quern/format/record.hpp"
 #include "reader_files.hpp"
 
 namespace quern {
