@@ -23,10 +23,10 @@
 #include "command_line.hpp"
 #include "peak_rss.hpp"
 
+#include "quern/format/record.hpp"
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/summary_writer.hpp"
 
 namespace {

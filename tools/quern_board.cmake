@@ -39,5 +39,5 @@ file(GLOB quern_board_sources CONFIGURE_DEPENDS ${quern_board_dir}/*.cpp)
 add_executable(quern-board ${quern_board_sources} ${quern_board_embedded})
 target_include_directories(quern-board PRIVATE ${quern_board_dir})
 # Boost.Beast and Boost.Asio are header-only (libboost1.74-dev).
-target_link_libraries(quern-board PRIVATE quern::logging Boost::program_options
+target_link_libraries(quern-board PRIVATE quern::logging quern_command_line Boost::program_options
                                           Boost::headers Threads::Threads quern_warnings)

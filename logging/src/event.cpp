@@ -2,7 +2,7 @@
 
 #include "event.pb.h"
 #include "quern/error.hpp"
-#include "quern/summary/record.hpp"
+#include "quern/format/record.hpp"
 
 namespace quern {
 
@@ -55,44 +55,39 @@ void to_proto(const summary_value& x, pb::Summary::Value& v) {
 void to_proto(const summary_event& x, pb::Event& ev) {
   ev.set_wall_time(x.wall_time);
   ev.set_step(x.step);
-  switch (x.what) {
-  case event_kind::none:
-    break;
-  case event_kind::file_version:
-    ev.set_file_version(x.data);
-    break;
-  case event_kind::graph_def:
-    ev.set_graph_def(x.data);
-    break;
-  case event_kind::summary: {
-    auto* s = ev.mutable_summary();
-    for (auto& v : x.values)
-      to_proto(v, *s->add_value());
-    break;
-  }
-  case event_kind::log_message: {
-    auto* m = ev.mutable_log_message();
-    m->set_level(static_cast<pb::LogMessage::Level>(x.code));
-    m->set_message(x.data);
-    break;
-  }
-  case event_kind::session_log: {
-    auto* s = ev.mutable_session_log();
-    s->set_status(static_cast<pb::SessionLog::SessionStatus>(x.code));
-    s->set_checkpoint_path(x.data);
-    s->set_msg(x.text);
-    break;
-  }
-  case event_kind::tagged_run_metadata: {
-    auto* t = ev.mutable_tagged_run_metadata();
-    t->set_tag(x.text);
-    t->set_run_metadata(x.data);
-    break;
-  }
-  case event_kind::meta_graph_def:
-    ev.set_meta_graph_def(x.data);
-    break;
-  }
+  struct encode {
+    pb::Event& ev;
+    void operator()(const summary_event::none&) {}
+    void operator()(const summary_event::file_version& x) {
+      ev.set_file_version(x.version);
+    }
+    void operator()(const summary_event::graph_def& x) { ev.set_graph_def(x.bytes); }
+    void operator()(const summary_event::summary& x) {
+      auto* s = ev.mutable_summary();
+      for (auto& v : x.values)
+        to_proto(v, *s->add_value());
+    }
+    void operator()(const summary_event::log_message& x) {
+      auto* m = ev.mutable_log_message();
+      m->set_level(static_cast<pb::LogMessage::Level>(x.level));
+      m->set_message(x.message);
+    }
+    void operator()(const summary_event::session_log& x) {
+      auto* s = ev.mutable_session_log();
+      s->set_status(static_cast<pb::SessionLog::SessionStatus>(x.status));
+      s->set_checkpoint_path(x.checkpoint_path);
+      s->set_msg(x.msg);
+    }
+    void operator()(const summary_event::tagged_run_metadata& x) {
+      auto* t = ev.mutable_tagged_run_metadata();
+      t->set_tag(x.tag);
+      t->set_run_metadata(x.run_metadata);
+    }
+    void operator()(const summary_event::meta_graph_def& x) {
+      ev.set_meta_graph_def(x.bytes);
+    }
+  };
+  caf::visit(encode{ev}, x.what);
 }
 
 summary_value from_proto(const pb::Summary::Value& v) {
@@ -153,8 +148,7 @@ summary_value from_proto(const pb::Summary::Value& v) {
 summary_event file_version_event(double wall_time) {
   summary_event ev;
   ev.wall_time = wall_time;
-  ev.what = event_kind::file_version;
-  ev.data = event_file_version;
+  ev.what = summary_event::file_version{event_file_version};
   return ev;
 }
 
@@ -183,40 +177,35 @@ caf::expected<summary_event> decode_event(std::string_view payload) {
   x.step = ev.step();
   switch (ev.what_case()) {
   case pb::Event::kFileVersion:
-    x.what = event_kind::file_version;
-    x.data = ev.file_version();
+    x.what = summary_event::file_version{ev.file_version()};
     break;
   case pb::Event::kGraphDef:
-    x.what = event_kind::graph_def;
-    x.data = ev.graph_def();
+    x.what = summary_event::graph_def{ev.graph_def()};
     break;
-  case pb::Event::kSummary:
-    x.what = event_kind::summary;
+  case pb::Event::kSummary: {
+    summary_event::summary s;
     for (auto& v : ev.summary().value())
-      x.values.push_back(from_proto(v));
+      s.values.push_back(from_proto(v));
+    x.what = std::move(s);
     break;
+  }
   case pb::Event::kLogMessage:
-    x.what = event_kind::log_message;
-    x.code = ev.log_message().level();
-    x.data = ev.log_message().message();
+    x.what =
+        summary_event::log_message{ev.log_message().level(), ev.log_message().message()};
     break;
   case pb::Event::kSessionLog:
-    x.what = event_kind::session_log;
-    x.code = ev.session_log().status();
-    x.data = ev.session_log().checkpoint_path();
-    x.text = ev.session_log().msg();
+    x.what = summary_event::session_log{ev.session_log().status(), ev.session_log().msg(),
+                                        ev.session_log().checkpoint_path()};
     break;
   case pb::Event::kTaggedRunMetadata:
-    x.what = event_kind::tagged_run_metadata;
-    x.text = ev.tagged_run_metadata().tag();
-    x.data = ev.tagged_run_metadata().run_metadata();
+    x.what = summary_event::tagged_run_metadata{ev.tagged_run_metadata().tag(),
+                                                ev.tagged_run_metadata().run_metadata()};
     break;
   case pb::Event::kMetaGraphDef:
-    x.what = event_kind::meta_graph_def;
-    x.data = ev.meta_graph_def();
+    x.what = summary_event::meta_graph_def{ev.meta_graph_def()};
     break;
   case pb::Event::WHAT_NOT_SET:
-    x.what = event_kind::none;
+    x.what = summary_event::none{};
     break;
   }
   return x;
@@ -332,30 +321,38 @@ caf::error check_strings(const scalar_event& ev) {
 }
 
 caf::error check_strings(const summary_event& ev) {
-  switch (ev.what) {
-  case event_kind::summary:
-    for (auto& v : ev.values) {
-      for (auto [field, value] :
-           {std::pair{"tag", &v.tag}, std::pair{"plugin name", &v.plugin_name},
-            std::pair{"display name", &v.display_name},
-            std::pair{"description", &v.description}})
-        if (auto err = check_field(field, *value))
-          return err;
+  struct check {
+    caf::error operator()(const summary_event::summary& x) {
+      for (auto& v : x.values) {
+        for (auto [field, value] :
+             {std::pair{"tag", &v.tag}, std::pair{"plugin name", &v.plugin_name},
+              std::pair{"display name", &v.display_name},
+              std::pair{"description", &v.description}})
+          if (auto err = check_field(field, *value))
+            return err;
+      }
+      return caf::none;
     }
-    return caf::none;
-  case event_kind::file_version:
-    return check_field("file version", ev.data);
-  case event_kind::log_message:
-    return check_field("log message", ev.data);
-  case event_kind::session_log:
-    if (auto err = check_field("checkpoint path", ev.data))
-      return err;
-    return check_field("session log message", ev.text);
-  case event_kind::tagged_run_metadata:
-    return check_field("run metadata tag", ev.text);
-  default:
-    return caf::none;
-  }
+    caf::error operator()(const summary_event::file_version& x) {
+      return check_field("file version", x.version);
+    }
+    caf::error operator()(const summary_event::log_message& x) {
+      return check_field("log message", x.message);
+    }
+    caf::error operator()(const summary_event::session_log& x) {
+      if (auto err = check_field("checkpoint path", x.checkpoint_path))
+        return err;
+      return check_field("session log message", x.msg);
+    }
+    caf::error operator()(const summary_event::tagged_run_metadata& x) {
+      return check_field("run metadata tag", x.tag);
+    }
+    // Bytes fields: graph_def, meta_graph_def, run_metadata.
+    caf::error operator()(const summary_event::none&) { return caf::none; }
+    caf::error operator()(const summary_event::graph_def&) { return caf::none; }
+    caf::error operator()(const summary_event::meta_graph_def&) { return caf::none; }
+  };
+  return caf::visit(check{}, ev.what);
 }
 
 // -- size bound -------------------------------------------------------------------
@@ -376,21 +373,40 @@ size_t encoded_size_bound(const scalar_event& ev) {
 }
 
 size_t encoded_size_bound(const summary_event& ev) {
-  size_t n = 64 + bound_of(ev.data) + bound_of(ev.text);
-  for (auto& v : ev.values) {
-    n += 64 + bound_of(v.tag) + bound_of(v.plugin_name) + bound_of(v.plugin_content) +
-         bound_of(v.display_name) + bound_of(v.description);
-    if (auto img = caf::get_if<image_data>(&v.value))
-      n += bound_of(img->encoded);
-    if (auto h = caf::get_if<histogram_data>(&v.value))
-      n += (h->bucket_limit.size() + h->bucket.size()) * 9 + 64;
-    if (auto t = caf::get_if<text_tensor>(&v.value)) {
-      for (auto& s : t->strings)
-        n += bound_of(s);
-      n += t->shape.size() * 12;
+  // The bytes of the member's string fields, and bounds of its values.
+  struct bound {
+    size_t operator()(const summary_event::none&) { return 0; }
+    size_t operator()(const summary_event::file_version& x) { return x.version.size(); }
+    size_t operator()(const summary_event::graph_def& x) { return x.bytes.size(); }
+    size_t operator()(const summary_event::summary& x) {
+      size_t n = 0;
+      for (auto& v : x.values) {
+        n += 64 + bound_of(v.tag) + bound_of(v.plugin_name) + bound_of(v.plugin_content) +
+             bound_of(v.display_name) + bound_of(v.description);
+        if (auto img = caf::get_if<image_data>(&v.value))
+          n += bound_of(img->encoded);
+        if (auto h = caf::get_if<histogram_data>(&v.value))
+          n += (h->bucket_limit.size() + h->bucket.size()) * 9 + 64;
+        if (auto t = caf::get_if<text_tensor>(&v.value)) {
+          for (auto& s : t->strings)
+            n += bound_of(s);
+          n += t->shape.size() * 12;
+        }
+      }
+      return n;
     }
-  }
-  return n;
+    size_t operator()(const summary_event::log_message& x) { return x.message.size(); }
+    size_t operator()(const summary_event::session_log& x) {
+      return x.msg.size() + x.checkpoint_path.size();
+    }
+    size_t operator()(const summary_event::tagged_run_metadata& x) {
+      return x.tag.size() + x.run_metadata.size();
+    }
+    size_t operator()(const summary_event::meta_graph_def& x) { return x.bytes.size(); }
+  };
+  // The wall time, the step, the member's framing, and the tags and lengths
+  // of its string fields (two at most) with their bytes.
+  return 64 + 2 * field_overhead + caf::visit(bound{}, ev.what);
 }
 
 } // namespace quern

@@ -6,9 +6,9 @@
 #include <system_error>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/io_error.hpp"
 #include "quern/summary/event.hpp"
-#include "quern/summary/record.hpp"
 
 namespace quern {
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 #include <utility>
 
@@ -203,13 +204,8 @@ caf::result<void> add_events(writer_pointer self, const Events& events) {
 caf::result<void> add_summary(writer_pointer self, std::vector<summary_value> values,
                               int64_t step, double wall_time) {
   auto& st = self->state;
-  summary_event ev;
-  ev.wall_time = wall_time;
-  ev.step = step;
-  ev.what = event_kind::summary;
-  ev.values = std::move(values);
   if (!st.closed) {
-    for (auto& v : ev.values) {
+    for (auto& v : values) {
       if (!v.has_metadata())
         continue;
       if (!st.seen_tags.insert(v.tag).second) {
@@ -220,6 +216,10 @@ caf::result<void> add_summary(writer_pointer self, std::vector<summary_value> va
       }
     }
   }
+  summary_event ev;
+  ev.wall_time = wall_time;
+  ev.step = step;
+  ev.what = summary_event::summary{std::move(values)};
   return add_events(self, std::array<summary_event, 1>{std::move(ev)});
 }
 
@@ -298,9 +298,20 @@ summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
 
 // -- blocking handle ----------------------------------------------------------
 
+namespace {
+
+/// The reply to a batch, as the handle's request returned it.
+using batch_reply = decltype(std::declval<caf::scoped_actor&>()->request(
+    std::declval<const summary_writer_actor&>(), caf::infinite, add_scalars_atom::value,
+    std::declval<std::vector<scalar_event>>()));
+
+} // namespace
+
 struct summary_writer::batch_state {
   std::mutex mtx; // one call at a time: the batch and the in-flight reply
   std::vector<scalar_event> batch;
+  /// The batch sent and not yet answered (at most one).
+  std::optional<batch_reply> in_flight;
   double last_send = 0; // wall-clock seconds of the last batch sent
   /// A tick is on its way to the ticker.
   std::atomic<bool> armed{false};
@@ -390,13 +401,13 @@ summary_writer::~summary_writer() {
 }
 
 void summary_writer::await_in_flight() {
-  if (!in_flight_)
+  auto& st = *batch_;
+  if (!st.in_flight)
     return;
-  auto mid = *in_flight_;
-  in_flight_.reset();
+  auto reply = *st.in_flight;
+  st.in_flight.reset();
   caf::error err;
-  caf::response_handle<caf::blocking_actor, caf::message, true> rh{mid, self_.ptr()};
-  rh.receive([] {}, [&](caf::error& e) { err = std::move(e); });
+  reply.receive([] {}, [&](caf::error& e) { err = std::move(e); });
   if (err)
     throw_error(err);
 }
@@ -421,9 +432,8 @@ void summary_writer::send_batch(bool force) {
   // fills the next, and a write error reaches this thread one batch later.
   await_in_flight();
   st.last_send = st.batch.back().wall_time;
-  auto rh = self_->request(writer_, caf::infinite, add_scalars_atom::value,
-                           std::move(st.batch));
-  in_flight_ = rh.id();
+  st.in_flight.emplace(self_->request(writer_, caf::infinite, add_scalars_atom::value,
+                                      std::move(st.batch)));
   st.batch.clear();
   st.batch.reserve(handle_batch_size);
 }

@@ -27,8 +27,7 @@ summary_event make_summary_event(std::vector<summary_value> values, int64_t step
   summary_event ev;
   ev.wall_time = wall_time_now();
   ev.step = step;
-  ev.what = event_kind::summary;
-  ev.values = std::move(values);
+  ev.what = summary_event::summary{std::move(values)};
   return ev;
 }
 
@@ -37,10 +36,8 @@ summary_event session_log_event(session_status status, std::string checkpoint_pa
   summary_event ev;
   ev.wall_time = wall_time;
   ev.step = step;
-  ev.what = event_kind::session_log;
-  ev.code = static_cast<int32_t>(status);
-  ev.data = std::move(checkpoint_path);
-  ev.text = std::move(msg);
+  ev.what = summary_event::session_log{static_cast<int32_t>(status), std::move(msg),
+                                       std::move(checkpoint_path)};
   return ev;
 }
 

@@ -152,42 +152,135 @@ struct summary_value {
   }
 };
 
-/// Which member of Event's `what` oneof is set (SW-30).
-enum class event_kind : uint8_t {
-  none = 0,
-  file_version = 1,
-  graph_def = 2,
-  summary = 3,
-  log_message = 4,
-  session_log = 5,
-  tagged_run_metadata = 6,
-  meta_graph_def = 7,
-};
-
-/// One Event (SW-30/31). Only the members that match `what` are encoded.
+/// One Event (SW-30/31): when, at which step, and one member of Event's
+/// `what` oneof, each alternative with only its own fields.
 struct summary_event {
+  /// No member set.
+  struct none {
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, none&) {
+      return f(caf::meta::type_name("quern::summary_event::none"));
+    }
+  };
+  /// The version string of the file ("brain.Event:2", SW-12).
+  struct file_version {
+    std::string version;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, file_version& x) {
+      return f(caf::meta::type_name("quern::summary_event::file_version"), x.version);
+    }
+  };
+  /// A serialized GraphDef.
+  struct graph_def {
+    std::string bytes;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, graph_def& x) {
+      return f(caf::meta::type_name("quern::summary_event::graph_def"), x.bytes);
+    }
+  };
+  /// A Summary: its values.
+  struct summary {
+    std::vector<summary_value> values;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, summary& x) {
+      return f(caf::meta::type_name("quern::summary_event::summary"), x.values);
+    }
+  };
+  /// A LogMessage.
+  struct log_message {
+    /// 0 unknown, 10 debugging, 20 info, 30 warn, 40 error, 50 fatal.
+    int32_t level = 0;
+    std::string message;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, log_message& x) {
+      return f(caf::meta::type_name("quern::summary_event::log_message"), x.level,
+               x.message);
+    }
+  };
+  /// A SessionLog (SW-7 add_session_log).
+  struct session_log {
+    /// 0 unspecified, 1 start, 2 stop, 3 checkpoint (session_status).
+    int32_t status = 0;
+    std::string msg;
+    std::string checkpoint_path;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, session_log& x) {
+      return f(caf::meta::type_name("quern::summary_event::session_log"), x.status, x.msg,
+               x.checkpoint_path);
+    }
+  };
+  /// A TaggedRunMetadata: a tag and a serialized RunMetadata.
+  struct tagged_run_metadata {
+    std::string tag;
+    std::string run_metadata;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, tagged_run_metadata& x) {
+      return f(caf::meta::type_name("quern::summary_event::tagged_run_metadata"), x.tag,
+               x.run_metadata);
+    }
+  };
+  /// A serialized MetaGraphDef.
+  struct meta_graph_def {
+    std::string bytes;
+
+    template <class Inspector>
+    friend typename Inspector::result_type inspect(Inspector& f, meta_graph_def& x) {
+      return f(caf::meta::type_name("quern::summary_event::meta_graph_def"), x.bytes);
+    }
+  };
+  /// Event's `what` oneof, in the order of its field numbers.
+  using what_type = caf::variant<none, file_version, graph_def, summary, log_message,
+                                 session_log, tagged_run_metadata, meta_graph_def>;
+
   /// Seconds since the epoch; 0 is not written (proto3, SW-35).
   double wall_time = 0;
   /// 0 is not written (SW-35), the same bytes as "no step" (SW-6).
   int64_t step = 0;
-  event_kind what = event_kind::summary;
-  /// what == summary.
-  std::vector<summary_value> values;
-  /// what == file_version: the version string; graph_def / meta_graph_def:
-  /// the serialized bytes; tagged_run_metadata: run_metadata; log_message:
-  /// the message; session_log: checkpoint_path.
-  std::string data;
-  /// tagged_run_metadata: tag; session_log: msg.
-  std::string text;
-  /// log_message: level (0, 10, 20, 30, 40, 50); session_log: status (0..3).
-  int32_t code = 0;
-
-  template <class Inspector>
-  friend typename Inspector::result_type inspect(Inspector& f, summary_event& x) {
-    return f(caf::meta::type_name("quern::summary_event"), x.wall_time, x.step, x.what,
-             x.values, x.data, x.text, x.code);
-  }
+  what_type what = summary{};
 };
+
+namespace detail {
+
+/// A summary event's `what` as it travels: its index and the members of every
+/// alternative (those of the others empty), for the reason of
+/// summary_value_wire.
+struct summary_event_wire {
+  uint8_t kind = 0;
+  summary_event::file_version file_version;
+  summary_event::graph_def graph_def;
+  summary_event::summary summary;
+  summary_event::log_message log_message;
+  summary_event::session_log session_log;
+  summary_event::tagged_run_metadata tagged_run_metadata;
+  summary_event::meta_graph_def meta_graph_def;
+};
+
+summary_event_wire to_wire(const summary_event::what_type& what);
+caf::error from_wire(summary_event_wire&& w, summary_event::what_type& what);
+
+} // namespace detail
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, summary_event& x) {
+  auto name = caf::meta::type_name("quern::summary_event");
+  if constexpr (Inspector::reads_state) {
+    auto w = detail::to_wire(x.what);
+    return f(name, x.wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
+             w.log_message, w.session_log, w.tagged_run_metadata, w.meta_graph_def);
+  } else {
+    detail::summary_event_wire w;
+    auto load = [&]() -> caf::error { return detail::from_wire(std::move(w), x.what); };
+    return f(name, x.wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
+             w.log_message, w.session_log, w.tagged_run_metadata, w.meta_graph_def,
+             caf::meta::load_callback(load));
+  }
+}
 
 /// The fast path: one Event{wall_time, step, summary{value{tag, simple_value}}}.
 struct scalar_event {

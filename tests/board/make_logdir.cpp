@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/values.hpp"
 
 using namespace quern;
@@ -127,7 +127,7 @@ summary_event summary_at(int64_t step, double wall, summary_value v) {
   summary_event ev;
   ev.step = step;
   ev.wall_time = wall;
-  ev.values.push_back(std::move(v));
+  ev.what = summary_event::summary{{std::move(v)}};
   return ev;
 }
 

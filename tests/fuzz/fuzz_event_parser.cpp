@@ -18,7 +18,7 @@
 //   the field and byte) exactly when libprotobuf would refuse to parse its
 //   encoding -- quern's UTF-8 check and libprotobuf's agree -- and otherwise
 //   it parses back as the event with what protobuf does not write dropped
-//   (members of other kinds, metadata of empty strings, -0 as 0).
+//   (metadata of empty strings, -0 as 0).
 //
 // QUERN_FUZZ_SEEDS_OUT=<dir>: writes the seed corpus to <dir> and exits;
 // tests/fuzz/make_seeds.sh runs it.
@@ -35,9 +35,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary.hpp"
 #include "quern/summary/event.hpp"
-#include "quern/summary/record.hpp"
 
 #define QUERN_FUZZ_TARGET "fuzz_event_parser"
 #include "fuzz_support.hpp"
@@ -95,50 +95,47 @@ bool same_value(const quern::summary_value& a, const quern::summary_value& b) {
          a.display_name == b.display_name && a.description == b.description;
 }
 
-bool same_event(const quern::summary_event& a, const quern::summary_event& b) {
-  if (!same_scalar(a.wall_time, b.wall_time) || a.step != b.step || a.what != b.what ||
-      a.data != b.data || a.text != b.text || a.code != b.code ||
-      a.values.size() != b.values.size())
-    return false;
-  for (size_t i = 0; i < a.values.size(); ++i)
-    if (!same_value(a.values[i], b.values[i]))
-      return false;
-  return true;
-}
-
-/// What of `ev` its encoding keeps (summary.hpp: only the members that match
-/// `what` are encoded).
-quern::summary_event normalized(const quern::summary_event& ev) {
-  quern::summary_event x;
-  x.wall_time = ev.wall_time;
-  x.step = ev.step;
-  x.what = ev.what;
-  switch (ev.what) {
-  case quern::event_kind::none:
-    break;
-  case quern::event_kind::file_version:
-  case quern::event_kind::graph_def:
-  case quern::event_kind::meta_graph_def:
-    x.data = ev.data;
-    break;
-  case quern::event_kind::summary:
-    x.values = ev.values; // a value holds only its kind's members
-    break;
-  case quern::event_kind::log_message:
-    x.data = ev.data;
-    x.code = ev.code;
-    break;
-  case quern::event_kind::session_log:
-    x.data = ev.data;
-    x.text = ev.text;
-    x.code = ev.code;
-    break;
-  case quern::event_kind::tagged_run_metadata:
-    x.data = ev.data;
-    x.text = ev.text;
-    break;
+/// Whether two members of Event's `what` are the same.
+struct same_member {
+  using event = quern::summary_event;
+  bool operator()(const event::none&, const event::none&) const { return true; }
+  bool operator()(const event::file_version& a, const event::file_version& b) const {
+    return a.version == b.version;
   }
-  return x;
+  bool operator()(const event::graph_def& a, const event::graph_def& b) const {
+    return a.bytes == b.bytes;
+  }
+  bool operator()(const event::summary& a, const event::summary& b) const {
+    if (a.values.size() != b.values.size())
+      return false;
+    for (size_t i = 0; i < a.values.size(); ++i)
+      if (!same_value(a.values[i], b.values[i]))
+        return false;
+    return true;
+  }
+  bool operator()(const event::log_message& a, const event::log_message& b) const {
+    return a.level == b.level && a.message == b.message;
+  }
+  bool operator()(const event::session_log& a, const event::session_log& b) const {
+    return a.status == b.status && a.msg == b.msg &&
+           a.checkpoint_path == b.checkpoint_path;
+  }
+  bool operator()(const event::tagged_run_metadata& a,
+                  const event::tagged_run_metadata& b) const {
+    return a.tag == b.tag && a.run_metadata == b.run_metadata;
+  }
+  bool operator()(const event::meta_graph_def& a, const event::meta_graph_def& b) const {
+    return a.bytes == b.bytes;
+  }
+  template <class A, class B>
+  bool operator()(const A&, const B&) const {
+    return false; // different members
+  }
+};
+
+bool same_event(const quern::summary_event& a, const quern::summary_event& b) {
+  return same_scalar(a.wall_time, b.wall_time) && a.step == b.step &&
+         caf::visit(same_member{}, a.what, b.what);
 }
 
 /// Reads the description of an event from the input, byte by byte; an
@@ -204,16 +201,46 @@ quern::summary_value describe_value(input& in) {
 }
 
 quern::summary_event describe_event(input& in) {
-  quern::summary_event ev;
+  using event = quern::summary_event;
+  event ev;
   ev.wall_time = in.raw<double>();
   ev.step = in.raw<int64_t>();
-  ev.what = static_cast<quern::event_kind>(in.u8() % 8);
-  ev.code = in.raw<int32_t>();
-  ev.data = in.str(31);
-  ev.text = in.str(31);
+  // The member's index, then a number, two strings and values, from which
+  // the member takes what it has fields for (the rest is dropped).
+  auto what = in.u8() % 8u;
+  auto code = in.raw<int32_t>();
+  auto data = in.str(31);
+  auto text = in.str(31);
+  std::vector<quern::summary_value> values;
   size_t n = in.u8() % 4u;
   for (size_t i = 0; i < n; ++i)
-    ev.values.push_back(describe_value(in));
+    values.push_back(describe_value(in));
+  switch (what) {
+  case 0:
+    ev.what = event::none{};
+    break;
+  case 1:
+    ev.what = event::file_version{data};
+    break;
+  case 2:
+    ev.what = event::graph_def{data};
+    break;
+  case 3:
+    ev.what = event::summary{std::move(values)};
+    break;
+  case 4:
+    ev.what = event::log_message{code, data};
+    break;
+  case 5:
+    ev.what = event::session_log{code, text, data};
+    break;
+  case 6:
+    ev.what = event::tagged_run_metadata{text, data};
+    break;
+  default:
+    ev.what = event::meta_graph_def{data};
+    break;
+  }
   return ev;
 }
 
@@ -263,14 +290,15 @@ void check_described(input& in) {
     return;
   }
   PROMISE(back.engaged()); // libprotobuf takes what quern's check takes
-  PROMISE(same_event(*back, normalized(ev)));
+  PROMISE(same_event(*back, ev));
   PROMISE(quern::encode_event(*back) == bytes);
-  if (ev.what == quern::event_kind::summary && ev.values.size() == 1 &&
-      ev.values[0].kind() == quern::summary_kind::scalar &&
-      !ev.values[0].has_metadata()) {
+  auto summary = caf::get_if<quern::summary_event::summary>(&ev.what);
+  if (summary && summary->values.size() == 1 &&
+      summary->values[0].kind() == quern::summary_kind::scalar &&
+      !summary->values[0].has_metadata()) {
     // The fast path encodes a scalar event to the same bytes.
-    quern::scalar_event s{ev.wall_time, ev.step, ev.values[0].tag,
-                          caf::get<float>(ev.values[0].value)};
+    auto& v = summary->values[0];
+    quern::scalar_event s{ev.wall_time, ev.step, v.tag, caf::get<float>(v.value)};
     PROMISE(quern::encode_event(s) == bytes);
     PROMISE(!quern::check_strings(s));
     PROMISE(quern::encoded_size_bound(s) >= bytes.size());
@@ -308,28 +336,21 @@ void write_seeds(const std::string& dir) {
   text.plugin_name = "text";
   text.display_name = "Notes";
   text.description = "free text";
-  ev.values = {scalar, histo, image, text};
+  ev.what = summary_event::summary{{scalar, histo, image, text}};
   payload("summary", ev);
   summary_event log;
-  log.what = event_kind::log_message;
-  log.code = 30;
-  log.data = "careful";
+  log.what = summary_event::log_message{30, "careful"};
   payload("log_message", log);
   summary_event session;
-  session.what = event_kind::session_log;
-  session.code = 3;
-  session.data = "ckpt/model-100";
-  session.text = "saved";
+  session.what = summary_event::session_log{3, "saved", "ckpt/model-100"};
   payload("session_log", session);
   summary_event meta;
-  meta.what = event_kind::tagged_run_metadata;
-  meta.text = "step_1";
-  meta.data = std::string("\x00\x01\x02", 3);
+  meta.what =
+      summary_event::tagged_run_metadata{"step_1", std::string("\x00\x01\x02", 3)};
   payload("tagged_run_metadata", meta);
   summary_event graph;
-  graph.what = event_kind::graph_def;
-  graph.data = "\x0a\x03"
-               "abc";
+  graph.what = summary_event::graph_def{"\x0a\x03"
+                                        "abc"};
   payload("graph_def", graph);
   // Descriptions (odd first byte): a scalar summary, a histogram, a log
   // message whose text is not UTF-8.

@@ -271,7 +271,7 @@ void write_seeds(const std::string& dir) {
   summary_event ev;
   ev.wall_time = 1.5e9;
   ev.step = 7;
-  ev.values = {v};
+  ev.what = summary_event::summary{{v}};
   write_seed(dir, 12, "summary_event", ev);
   write_seed(dir, 13, "summary_events", std::vector<summary_event>{ev});
   write_seed(dir, 14, "scalar_event", scalar_event{1.5e9, 3, "acc", 0.5f});

@@ -1,4 +1,4 @@
-// Fuzz target: TFRecord framing (quern/summary/record.hpp) and the event-file
+// Fuzz target: TFRecord framing (quern/format/record.hpp) and the event-file
 // reader (quern/summary/reader.hpp).
 //
 // The first byte picks the input's form:
@@ -39,9 +39,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "quern/error.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 
 #define QUERN_FUZZ_TARGET "fuzz_record_reader"
 #include "fuzz_support.hpp"
@@ -253,7 +253,7 @@ void write_seeds(const std::string& dir) {
   quern::summary_value v;
   v.tag = "weights";
   v.value = quern::histogram_data{0, 1, 4, 2, 1.5, {0.5, 1}, {2, 2}};
-  ev.values = {v};
+  ev.what = quern::summary_event::summary{{v}};
   encoder.append_event(file, ev);
   write_seed(dir, "event_file", std::string(1, '\0') + file);
   // The same file cut inside its last record, and with a byte changed.

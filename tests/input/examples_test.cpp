@@ -57,8 +57,9 @@ std::map<std::string, std::set<int64_t>> scalars_in(const std::string& dir) {
     auto contents = quern::read_event_file(entry.path().string());
     CHECK_FALSE(contents.error);
     for (auto& ev : contents.events)
-      for (auto& v : ev.values)
-        out[v.tag].insert(ev.step);
+      if (auto s = caf::get_if<quern::summary_event::summary>(&ev.what))
+        for (auto& v : s->values)
+          out[v.tag].insert(ev.step);
   }
   return out;
 }

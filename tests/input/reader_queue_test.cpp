@@ -11,9 +11,9 @@
 #include "input_test_util.hpp"
 
 #include "quern/blocking_queue.hpp"
+#include "quern/format/record.hpp"
 #include "quern/messages.hpp"
 #include "quern/queue.hpp"
-#include "quern/summary/record.hpp"
 
 using namespace quern;
 using namespace quern::test;

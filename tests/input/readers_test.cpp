@@ -4,7 +4,7 @@
 
 #include "input_test_util.hpp"
 
-#include "quern/summary/record.hpp"
+#include "quern/format/record.hpp"
 
 using namespace quern;
 using namespace quern::test;

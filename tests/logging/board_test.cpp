@@ -52,7 +52,7 @@ void write_runs(const std::string& logdir) {
   summary_event h;
   h.step = 4;
   h.wall_time = 1700000010.0;
-  h.values.push_back(histogram_value("weights", {1, 2, 3}));
+  test::values_of(h).push_back(histogram_value("weights", {1, 2, 3}));
   a.append(h);
   REQUIRE(!a.close(false));
   event_file_writer b;
@@ -62,7 +62,7 @@ void write_runs(const std::string& logdir) {
   b.append(scalar_event{1700000002.5, 2, "acc", 0.75f});
   summary_event t;
   t.step = 2;
-  t.values.push_back(text_value("note", "hello"));
+  test::values_of(t).push_back(text_value("note", "hello"));
   b.append(t);
   REQUIRE(!b.close(false));
 }

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "quern/error.hpp"
-#include "quern/summary/detail/crc32c.hpp"
+#include "quern/format/crc32c.hpp"
+#include "quern/format/record.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "test_util.hpp"
 
 using namespace quern;

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "quern/summary.hpp"
+
 namespace quern::test {
 
 /// A fresh directory under /tmp, removed with everything in it at scope exit.
@@ -80,6 +82,22 @@ inline std::vector<std::string> event_files(const std::string& dir) {
       result.push_back(e.path().string());
   std::sort(result.begin(), result.end());
   return result;
+}
+
+/// The member `T` of an event's `what`; fails the test if it holds another.
+template <class T>
+const T& what_of(const summary_event& ev) {
+  auto* x = caf::get_if<T>(&ev.what);
+  REQUIRE(x != nullptr);
+  return *x;
+}
+
+/// The values of a summary event; fails the test if it is not a summary.
+inline const std::vector<summary_value>& values_of(const summary_event& ev) {
+  return what_of<summary_event::summary>(ev).values;
+}
+inline std::vector<summary_value>& values_of(summary_event& ev) {
+  return const_cast<summary_event::summary&>(what_of<summary_event::summary>(ev)).values;
 }
 
 } // namespace quern::test

@@ -27,11 +27,11 @@
 #if __has_include("quern/coordination.hpp")
 #include "quern/coordination.hpp"
 #endif
+#include "quern/format/record.hpp"
 #include "quern/messages.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
-#include "quern/summary/record.hpp"
 #include "quern/summary/summary_writer.hpp"
 #include "test_util.hpp"
 
@@ -58,8 +58,8 @@ event_file_contents only_file(const std::string& dir) {
 std::vector<std::pair<std::string, int64_t>> scalars_of(const event_file_contents& c) {
   std::vector<std::pair<std::string, int64_t>> result;
   for (auto& ev : c.events)
-    if (ev.what == event_kind::summary)
-      for (auto& v : ev.values)
+    if (auto s = caf::get_if<summary_event::summary>(&ev.what))
+      for (auto& v : s->values)
         if (v.kind() == summary_kind::scalar)
           result.emplace_back(v.tag, ev.step);
   return result;
@@ -99,7 +99,7 @@ void producer(caf::event_based_actor* a, int k, int per_writer, summary_writer_a
     if (step % 50 == 49) {
       summary_event ev;
       ev.step = step;
-      ev.values.push_back(scalar_value(tag, step));
+      test::values_of(ev).push_back(scalar_value(tag, step));
       a->send(w, add_events_atom::value, std::vector<summary_event>{ev});
       ++step;
       continue;
@@ -143,8 +143,8 @@ TEST_CASE("SW-10 SW-12 file name and first record", "[SW-10][SW-12][writer]") {
     append_record(first, encode_event(file_version_event(static_cast<double>(secs))));
     CHECK(test::to_hex(bytes.substr(0, first.size())) == test::to_hex(first));
     CHECK(c.events[1].step == 3);
-    CHECK(c.events[1].values.at(0).tag == "loss");
-    CHECK(caf::get<float>(c.events[1].values.at(0).value) == 1.5f);
+    CHECK(test::values_of(c.events[1]).at(0).tag == "loss");
+    CHECK(caf::get<float>(test::values_of(c.events[1]).at(0).value) == 1.5f);
     CHECK(c.events[1].wall_time >= static_cast<double>(before));
   }
 }
@@ -192,52 +192,49 @@ TEST_CASE("SW-6 SW-7 every value kind round-trips writer to reader", "[SW-7][wri
     w.add_summary({with_md, scalar_value("n", 2.0)}, 5);
     w.add_summary({with_md}, 6);
     summary_event log;
-    log.what = event_kind::log_message;
+    log.what = summary_event::log_message{40, "bad"};
     log.wall_time = 123.0;
     log.step = 7;
-    log.code = 40;
-    log.data = "bad";
     w.add_event(log); // as is
     summary_event ses;
-    ses.what = event_kind::session_log;
-    ses.code = 1;
+    ses.what = summary_event::session_log{1, "", ""};
     w.add_event(ses);
     w.scalar("s", -0.5, 8);
     w.close();
   }
   auto c = only_file(dir.path());
   REQUIRE(c.events.size() == 10);
-  CHECK(c.events[0].what == event_kind::file_version);
+  CHECK(caf::holds_alternative<summary_event::file_version>(c.events[0].what));
   auto& s = c.events[1];
-  CHECK(caf::get<float>(s.values.at(0).value) == 0.5f);
-  auto& h = c.events[2].values.at(0);
+  CHECK(caf::get<float>(test::values_of(s).at(0).value) == 0.5f);
+  auto& h = test::values_of(c.events[2]).at(0);
   CHECK(h.kind() == summary_kind::histogram);
   CHECK(caf::get<histogram_data>(h.value).num == 3);
   CHECK(caf::get<histogram_data>(h.value).sum == 5);
   CHECK(caf::get<histogram_data>(h.value).bucket_limit ==
         make_histogram({1.0, 2.0, 2.0}).bucket_limit);
-  auto& t = c.events[3].values.at(0);
+  auto& t = test::values_of(c.events[3]).at(0);
   CHECK(t.kind() == summary_kind::tensor);
   CHECK(caf::get<text_tensor>(t.value).strings == std::vector<std::string>{"hello"});
   CHECK(t.plugin_name == "text");
   CHECK(t.plugin_content == "{}");
-  auto& i = c.events[4].values.at(0);
+  auto& i = test::values_of(c.events[4]).at(0);
   CHECK(i.kind() == summary_kind::image);
   auto& img = caf::get<image_data>(i.value);
   CHECK(img.width == 2);
   CHECK(img.height == 3);
   CHECK(img.colorspace == 3);
   CHECK(img.encoded == png);
-  CHECK(c.events[5].values.size() == 2);
-  CHECK(c.events[5].values[0].display_name == "M");
-  CHECK(c.events[6].values.at(0).display_name.empty()); // metadata dropped
+  CHECK(test::values_of(c.events[5]).size() == 2);
+  CHECK(test::values_of(c.events[5])[0].display_name == "M");
+  CHECK(test::values_of(c.events[6]).at(0).display_name.empty()); // metadata dropped
   CHECK(c.events[6].step == 6);
-  CHECK(c.events[7].what == event_kind::log_message);
+  CHECK(caf::holds_alternative<summary_event::log_message>(c.events[7].what));
   CHECK(c.events[7].wall_time == 123.0);
-  CHECK(c.events[7].data == "bad");
-  CHECK(c.events[8].what == event_kind::session_log);
-  CHECK(c.events[8].code == 1);
-  CHECK(caf::get<float>(c.events[9].values.at(0).value) == -0.5f);
+  CHECK(test::what_of<summary_event::log_message>(c.events[7]).message == "bad");
+  CHECK(caf::holds_alternative<summary_event::session_log>(c.events[8].what));
+  CHECK(test::what_of<summary_event::session_log>(c.events[8]).status == 1);
+  CHECK(caf::get<float>(test::values_of(c.events[9]).at(0).value) == -0.5f);
   CHECK(c.events[8].wall_time == 0.0); // add_event: as is, no stamp
   for (size_t k = 1; k < c.events.size(); ++k)
     if (k != 7 && k != 8)
@@ -391,7 +388,8 @@ TEST_CASE("SW-4 SW-5 close, adds after close dropped, reopen starts a new file",
   auto b = read_event_file(st.path);
   CHECK(scalars_of(a) == std::vector<std::pair<std::string, int64_t>>{{"a", 1}});
   CHECK(scalars_of(b) == std::vector<std::pair<std::string, int64_t>>{{"b", 4}});
-  CHECK(b.events.at(0).data == "brain.Event:2"); // new file_version record
+  CHECK(test::what_of<summary_event::file_version>(b.events.at(0)).version ==
+        "brain.Event:2"); // new file_version record
 }
 
 TEST_CASE("SW-5 two writers on one directory in the same second do not collide",
@@ -561,8 +559,8 @@ TEST_CASE("the summary vocabulary crosses CAF's serializer", "[writer]") {
   summary_event ev;
   ev.wall_time = 2.5;
   ev.step = 9;
-  ev.values.push_back(histogram_value("h", {1, 2}));
-  ev.values.push_back(text_value("t", "x"));
+  test::values_of(ev).push_back(histogram_value("h", {1, 2}));
+  test::values_of(ev).push_back(text_value("t", "x"));
   std::vector<char> buf;
   caf::binary_serializer sink{sys, buf};
   auto copy = ev;
@@ -649,7 +647,8 @@ TEST_CASE("SW-5 SW-11 reopen with a suffix creates the new file at once",
   for (auto& f : event_files(dir.path())) {
     auto c = read_event_file(f);
     REQUIRE(c.events.size() == 1);
-    CHECK(c.events[0].data == "brain.Event:2");
+    CHECK(test::what_of<summary_event::file_version>(c.events[0]).version ==
+          "brain.Event:2");
   }
 }
 
@@ -676,7 +675,8 @@ TEST_CASE("SW-13 a deleted event file is reported and a new file started",
   CHECK(fs::exists(st.path));
   w.close();
   auto c = only_file(dir.path());
-  CHECK(c.events.at(0).data == "brain.Event:2");
+  CHECK(test::what_of<summary_event::file_version>(c.events.at(0)).version ==
+        "brain.Event:2");
   CHECK(scalars_of(c) == std::vector<std::pair<std::string, int64_t>>{{"a", 2}});
   // Deleted between an event and flush(): flush reports it too.
   w.reopen();
@@ -762,9 +762,11 @@ TEST_CASE("summary_writer_options::clock makes byte-identical files",
   CHECK(c.events[0].wall_time == 1700000000.0); // file_version
   CHECK(c.events[1].wall_time == 1700000000.75);
   auto& log = c.events.back();
-  CHECK(log.what == event_kind::session_log);
-  CHECK(log.code == static_cast<int32_t>(session_status::checkpoint));
-  CHECK(log.data == "/ckpt/model-100");
+  CHECK(caf::holds_alternative<summary_event::session_log>(log.what));
+  CHECK(test::what_of<summary_event::session_log>(log).status ==
+        static_cast<int32_t>(session_status::checkpoint));
+  CHECK(test::what_of<summary_event::session_log>(log).checkpoint_path ==
+        "/ckpt/model-100");
   CHECK(log.step == 100);
 }
 
@@ -780,10 +782,10 @@ TEST_CASE("SW-7 add_session_log writes START and STOP", "[SW-7][writer]") {
   }
   auto c = only_file(dir.path());
   REQUIRE(c.events.size() == 4);
-  CHECK(c.events[1].what == event_kind::session_log);
-  CHECK(c.events[1].code == 1);
-  CHECK(c.events[3].code == 2);
-  CHECK(c.events[3].text == "done");
+  CHECK(caf::holds_alternative<summary_event::session_log>(c.events[1].what));
+  CHECK(test::what_of<summary_event::session_log>(c.events[1]).status == 1);
+  CHECK(test::what_of<summary_event::session_log>(c.events[3]).status == 2);
+  CHECK(test::what_of<summary_event::session_log>(c.events[3]).msg == "done");
   CHECK(c.events[3].step == 2);
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // The command line of quern's programs -- examples, benchmarks, the soak test
 // (Boost.Program_options): one way to answer --help, to name a bad option or a
-// stray argument, and to show defaults as a person writes them. CMake target
-// quern_command_line; programs with no options of their own use
+// stray argument, and to show defaults as a person writes them; quern-board
+// names its positional arguments and its own texts (parse_settings). CMake
+// target quern_command_line; programs with no options of their own use
 // quern::parse_command_line (quern/command_line.hpp) instead.
 
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -17,39 +19,77 @@ namespace quern::cli {
 
 namespace po = boost::program_options;
 
+/// What a program with named positional arguments or its own texts changes in
+/// parse_options; the defaults are those of examples and benchmarks.
+struct parse_settings {
+  /// Positional arguments, in order, one value each: options of `hidden`
+  /// (e.g. "logdir"). With names, an argument beyond them is Boost's error
+  /// (too many positional options); without, it is named as unexpected.
+  std::vector<std::string> positional;
+  /// Options that --help does not show, such as the positional arguments.
+  po::options_description hidden;
+  /// The status after a usage error.
+  int usage_status = 2;
+  /// Prints --help's answer (default: `desc` and a blank line).
+  std::function<void(std::ostream&)> help;
+  /// Reports a usage error, given why (default: "program: why (see --help)"
+  /// on stderr).
+  std::function<void(const std::string& why)> usage_error;
+};
+
 /// Parses the command line with `desc` (which must have a "help" option) into
 /// `vm`. Returns the status to exit with now, or nothing to go on: 0 after
-/// --help printed `desc`; 2 after an error that names `program` and the bad
-/// argument (`csv_pipeline: unrecognised option '--epoch'`,
-/// `csv_pipeline: unexpected argument 'data.csv'`).
+/// --help printed its answer; `settings.usage_status` (2) after an error that
+/// names `program` and the bad argument (`csv_pipeline: unrecognised option
+/// '--epoch'`, `csv_pipeline: unexpected argument 'data.csv'`).
 inline std::optional<int> parse_options(const std::string& program, int argc, char** argv,
                                         const po::options_description& desc,
-                                        po::variables_map& vm) {
-  // Positional arguments are collected so that the first can be named.
+                                        po::variables_map& vm,
+                                        const parse_settings& settings) {
+  auto usage_error = [&](const std::string& why) {
+    if (settings.usage_error)
+      settings.usage_error(why);
+    else
+      std::cerr << program << ": " << why << " (see --help)\n";
+    return settings.usage_status;
+  };
+  // Without named positional arguments, they are collected so that the
+  // first can be named.
   std::vector<std::string> stray;
   po::options_description all;
-  all.add(desc).add_options()("quern-stray-argument", po::value(&stray));
+  all.add(desc).add(settings.hidden);
   po::positional_options_description positional;
-  positional.add("quern-stray-argument", -1);
+  for (auto& name : settings.positional)
+    positional.add(name.c_str(), 1);
+  if (settings.positional.empty()) {
+    all.add_options()("quern-stray-argument", po::value(&stray));
+    positional.add("quern-stray-argument", -1);
+  }
   try {
     po::store(
         po::command_line_parser(argc, argv).options(all).positional(positional).run(),
         vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << program << ": " << e.what() << " (see --help)\n";
-    return 2;
+    return usage_error(e.what());
   }
   if (vm.count("help")) {
-    std::cout << desc << "\n";
+    if (settings.help)
+      settings.help(std::cout);
+    else
+      std::cout << desc << "\n";
     return 0;
   }
-  if (!stray.empty()) {
-    std::cerr << program << ": unexpected argument '" << stray.front()
-              << "' (see --help)\n";
-    return 2;
-  }
+  if (!stray.empty())
+    return usage_error("unexpected argument '" + stray.front() + "'");
   return std::nullopt;
+}
+
+/// The same with the defaults: no positional arguments, exit status 2.
+inline std::optional<int> parse_options(const std::string& program, int argc, char** argv,
+                                        const po::options_description& desc,
+                                        po::variables_map& vm) {
+  return parse_options(program, argc, argv, desc, vm, parse_settings{});
 }
 
 /// A number as --help shows it: 0.1, not Boost's 0.10000000000000001.

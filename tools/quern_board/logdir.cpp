@@ -11,26 +11,26 @@ namespace quern::board {
 
 namespace {
 
-const char* event_kind_name(event_kind k, int32_t code) {
-  switch (k) {
-  case event_kind::graph_def:
-    return "graph";
-  case event_kind::meta_graph_def:
-    return "meta_graph";
-  case event_kind::log_message:
-    return "log_message";
-  case event_kind::session_log:
-    return code == 1   ? "sessionlog:start"
-           : code == 2 ? "sessionlog:stop"
-           : code == 3 ? "sessionlog:checkpoint"
-                       : "sessionlog";
-  case event_kind::tagged_run_metadata:
-    return "run_metadata";
-  case event_kind::none:
-    return "empty";
-  default:
-    return "other";
-  }
+/// The name inspect shows for an event that is not a summary.
+const char* event_name(const summary_event::what_type& what) {
+  struct name {
+    const char* operator()(const summary_event::graph_def&) { return "graph"; }
+    const char* operator()(const summary_event::meta_graph_def&) { return "meta_graph"; }
+    const char* operator()(const summary_event::log_message&) { return "log_message"; }
+    const char* operator()(const summary_event::session_log& x) {
+      return x.status == 1   ? "sessionlog:start"
+             : x.status == 2 ? "sessionlog:stop"
+             : x.status == 3 ? "sessionlog:checkpoint"
+                             : "sessionlog";
+    }
+    const char* operator()(const summary_event::tagged_run_metadata&) {
+      return "run_metadata";
+    }
+    const char* operator()(const summary_event::none&) { return "empty"; }
+    const char* operator()(const summary_event::file_version&) { return "other"; }
+    const char* operator()(const summary_event::summary&) { return "other"; }
+  };
+  return caf::visit(name{}, what);
 }
 
 std::string join_strings(const std::vector<std::string>& strings) {
@@ -59,15 +59,16 @@ run_report make_run_report(const std::string& run,
     for (auto& ev : contents->events) {
       if (std::isinf(rep.start_time))
         rep.start_time = ev.wall_time;
-      if (ev.what == event_kind::file_version) {
-        f.version = ev.data;
+      if (auto fv = caf::get_if<summary_event::file_version>(&ev.what)) {
+        f.version = fv->version;
         continue;
       }
-      if (ev.what != event_kind::summary) {
-        ++rep.other_events[event_kind_name(ev.what, ev.code)];
+      auto summary = caf::get_if<summary_event::summary>(&ev.what);
+      if (!summary) {
+        ++rep.other_events[event_name(ev.what)];
         continue;
       }
-      for (auto& v : ev.values) {
+      for (auto& v : summary->values) {
         if (!sel.wants_tag(v.tag))
           continue;
         auto& st = rep.tags[v.tag];

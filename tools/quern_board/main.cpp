@@ -22,6 +22,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "command_line.hpp"
 #include "logdir.hpp"
 #include "page.hpp"
 #include "quern/error.hpp"
@@ -194,27 +195,21 @@ int main(int argc, char** argv) {
                           "TCP port on 127.0.0.1 (0: any free port)")(
         "reload", po::value(&reload)->default_value(2),
         "seconds between the page's checks for new events");
-  po::options_description hidden;
-  hidden.add_options()("logdir", po::value(&logdir));
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("logdir", 1);
+  quern::cli::parse_settings settings;
+  settings.hidden.add_options()("logdir", po::value(&logdir));
+  settings.positional = {"logdir"};
+  settings.usage_status = exit_usage;
+  settings.help = [&](std::ostream& out) {
+    out << "Usage: " << commands.at(cmd).usage << "\n\n"
+        << commands.at(cmd).about << "\n"
+        << visible;
+  };
+  settings.usage_error = [&](const std::string& why) { usage_error(why, cmd); };
   po::variables_map vm;
-  try {
-    po::store(
-        po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(),
-        vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return usage_error(e.what(), cmd);
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: " << commands.at(cmd).usage << "\n\n"
-              << commands.at(cmd).about << "\n"
-              << visible;
-    return 0;
-  }
+  // The command is argv[1]: the parser skips it as it skips a program's name.
+  if (auto status = quern::cli::parse_options("quern-board", argc - 1, argv + 1, visible,
+                                              vm, settings))
+    return *status;
   if (logdir.empty())
     return usage_error("missing LOGDIR", cmd);
   if (cmd == "export" && format != "csv" && format != "json")

@@ -138,8 +138,9 @@ public:
 
   const summary_writer_actor& actor() const { return writer_; }
 
-  /// The batch of scalars and the lock that makes calls take turns; shared
-  /// with the ticker that sends a batch no further call comes for.
+  /// The batch of scalars, the reply to the batch in flight, and the lock
+  /// that makes calls take turns; shared with the ticker that sends a batch
+  /// no further call comes for.
   struct batch_state;
 
 private:
@@ -157,7 +158,6 @@ private:
   bool owner_;
   std::function<double()> clock_;
   caf::actor ticker_;
-  std::optional<caf::message_id> in_flight_;
 };
 
 } // namespace quern

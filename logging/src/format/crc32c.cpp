@@ -5,9 +5,7 @@
 // slice-by-8 with tables computed at compile time (8 bytes per step, every
 // CPU), and the SSE 4.2 CRC32 instruction, which computes exactly this CRC,
 // chosen at run time on x86-64 CPUs that have it.
-#include "quern/summary/record.hpp"
-
-#include "quern/summary/detail/crc32c.hpp"
+#include "quern/format/crc32c.hpp"
 
 #include <array>
 #include <cstring>

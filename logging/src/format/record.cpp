@@ -1,4 +1,4 @@
-#include "quern/summary/record.hpp"
+#include "quern/format/record.hpp"
 
 #include <algorithm>
 #include <cerrno>

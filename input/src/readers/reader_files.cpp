@@ -1,0 +1,65 @@
+#include "reader_files.hpp"
+
+#include <cerrno>
+#include <charconv>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "quern/error.hpp"
+#include "quern/io_error.hpp"
+
+namespace quern::detail {
+
+void throw_io_error(int err, const std::string& file) {
+  auto mapped = io_error(err, file);
+  throw_error(make_error(code_of(mapped), file + "; " + std::strerror(err)));
+}
+
+void set_key(std::string& key, const std::string& file, uint64_t n) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  auto len = static_cast<size_t>(end - digits);
+  key.clear();
+  key.reserve(file.size() + 1 + len);
+  key.append(file).append(1, ':').append(digits, len);
+}
+
+void check_non_negative(const char* attr, int64_t value) {
+  if (value < 0)
+    throw invalid_argument_error(std::string(attr) + " must be >= 0 not " +
+                                 std::to_string(value));
+}
+
+int64_t checked(const char* attr, int64_t value) {
+  check_non_negative(attr, value);
+  return value;
+}
+
+void check_compression(const char* what, const std::string& value) {
+  if (value.empty())
+    return;
+  if (value == "ZLIB" || value == "GZIP")
+    throw unimplemented_error(std::string(what) + " \"" + value +
+                              "\" is not supported: quern is built without zlib; "
+                              "decompress the files first");
+  throw invalid_argument_error(std::string("Unsupported ") + what + " \"" + value +
+                               "\": expected \"\", \"ZLIB\" or \"GZIP\"");
+}
+
+int open_or_throw(const std::string& file) {
+  int fd;
+  do {
+    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    throw_io_error(errno, file);
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw_io_error(EISDIR, file);
+  }
+  return fd;
+}
+
+} // namespace quern::detail

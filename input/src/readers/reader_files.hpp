@@ -1,0 +1,142 @@
+#pragma once
+
+// What the readers share (input/src/readers/): files read through a buffer,
+// their errors as TensorFlow names them, record keys and argument checks.
+// Private to input/.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace quern::detail {
+
+/// Throws TF's I/O error for `file`: `<file>; <strerror(err)>`, with the code
+/// of TF's errno mapping (ENOENT NOT_FOUND, EACCES PERMISSION_DENIED, ...).
+[[noreturn]] void throw_io_error(int err, const std::string& file);
+
+/// A record's key `<file>:<n>`, written with one allocation at most: the
+/// reader's hottest string after the value itself.
+void set_key(std::string& key, const std::string& file, uint64_t n);
+
+/// Throws invalid_argument_error `<attr> must be >= 0 not <value>` if value < 0.
+void check_non_negative(const char* attr, int64_t value);
+
+/// check_non_negative, then the value.
+int64_t checked(const char* attr, int64_t value);
+
+/// Refuses a compression other than "" (`what` names the attribute): ZLIB and
+/// GZIP with unimplemented_error, anything else with invalid_argument_error.
+void check_compression(const char* what, const std::string& value);
+
+/// Opens `file` for reading or throws its I/O error. A directory is refused
+/// with EISDIR (TF opens it and fails the first read the same way).
+int open_or_throw(const std::string& file);
+
+/// A read-only file with a buffer: lines, byte counts, skips, everything.
+class buffered_file {
+public:
+  explicit buffered_file(std::string name)
+      : name_(std::move(name)), fd_(open_or_throw(name_)), buf_(buffer_size) {}
+  ~buffered_file() { ::close(fd_); }
+  buffered_file(const buffered_file&) = delete;
+  buffered_file& operator=(const buffered_file&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  /// TF's InputBuffer::ReadLine: false at the end of the file when nothing
+  /// (after stripping a final "\r") is left.
+  bool read_line(std::string& out) {
+    out.clear();
+    for (;;) {
+      auto avail = end_ - pos_;
+      auto* start = buf_.data() + pos_;
+      auto* nl = static_cast<const char*>(std::memchr(start, '\n', avail));
+      if (nl != nullptr) {
+        out.append(start, static_cast<size_t>(nl - start));
+        pos_ += static_cast<size_t>(nl - start) + 1;
+        strip_cr(out);
+        return true;
+      }
+      out.append(start, avail);
+      pos_ = end_;
+      if (!fill())
+        break;
+    }
+    strip_cr(out);
+    return !out.empty();
+  }
+
+  /// Appends up to n bytes to `out`; returns how many were appended.
+  size_t read(size_t n, std::string& out) {
+    size_t done = 0;
+    while (done < n) {
+      if (pos_ == end_ && !fill())
+        break;
+      auto k = std::min(n - done, end_ - pos_);
+      out.append(buf_.data() + pos_, k);
+      pos_ += k;
+      done += k;
+    }
+    return done;
+  }
+
+  /// Skips up to n bytes; returns how many were skipped.
+  uint64_t skip(uint64_t n) {
+    uint64_t done = 0;
+    while (done < n) {
+      if (pos_ == end_ && !fill())
+        break;
+      auto k = static_cast<size_t>(std::min<uint64_t>(n - done, end_ - pos_));
+      pos_ += k;
+      done += k;
+    }
+    return done;
+  }
+
+  void read_all(std::string& out) {
+    out.clear();
+    out.append(buf_.data() + pos_, end_ - pos_);
+    pos_ = end_;
+    while (fill()) {
+      out.append(buf_.data(), end_);
+      pos_ = end_;
+    }
+  }
+
+private:
+  static constexpr size_t buffer_size = 256 << 10;
+
+  static void strip_cr(std::string& s) {
+    if (!s.empty() && s.back() == '\r')
+      s.pop_back();
+  }
+
+  /// Refills the (consumed) buffer; false at the end of the file.
+  bool fill() {
+    pos_ = end_ = 0;
+    for (;;) {
+      auto n = ::read(fd_, buf_.data(), buf_.size());
+      if (n > 0) {
+        end_ = static_cast<size_t>(n);
+        return true;
+      }
+      if (n == 0)
+        return false;
+      if (errno != EINTR)
+        throw_io_error(errno, name_);
+    }
+  }
+
+  std::string name_;
+  int fd_;
+  std::vector<char> buf_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+};
+
+} // namespace quern::detail

@@ -1,0 +1,56 @@
+// TextLineReader: one record per line (RD-4).
+
+#include "quern/input/readers.hpp"
+
+#include "reader_files.hpp"
+
+namespace quern {
+
+using namespace detail;
+
+namespace {
+
+class text_line_source : public record_source {
+public:
+  text_line_source(const std::string& file, int64_t skip) : file_(file) {
+    std::string line;
+    for (; line_ < skip; ++line_) {
+      if (!file_.read_line(line)) {
+        done_ = true; // fewer lines than the header: no records
+        break;
+      }
+    }
+  }
+
+  bool next(record& out) override {
+    if (done_)
+      return false;
+    if (!file_.read_line(out.value)) {
+      done_ = true;
+      return false;
+    }
+    ++line_;
+    set_key(out.key, file_.name(), static_cast<uint64_t>(line_));
+    return true;
+  }
+
+private:
+  buffered_file file_;
+  int64_t line_ = 0;
+  bool done_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<record_source> open_text_line_source(const std::string& file,
+                                                     int64_t skip_header_lines) {
+  check_non_negative("skip_header_lines", skip_header_lines);
+  return std::make_unique<text_line_source>(file, skip_header_lines);
+}
+
+text_line_reader::text_line_reader(int64_t skip_header_lines)
+    : reader([skip = checked("skip_header_lines", skip_header_lines)](
+                 const std::string& file) { return open_text_line_source(file, skip); }) {
+}
+
+} // namespace quern

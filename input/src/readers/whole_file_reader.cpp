@@ -1,0 +1,42 @@
+// WholeFileReader: one record per file, the whole file (RD-7).
+
+#include "quern/input/readers.hpp"
+
+#include "reader_files.hpp"
+
+namespace quern {
+
+using namespace detail;
+
+namespace {
+
+class whole_file_source : public record_source {
+public:
+  explicit whole_file_source(const std::string& file) : file_(file) {}
+
+  bool next(record& out) override {
+    if (done_)
+      return false;
+    file_.read_all(out.value);
+    out.key = file_.name();
+    done_ = true;
+    return true;
+  }
+
+  bool exhausted() const override { return done_; }
+
+private:
+  buffered_file file_;
+  bool done_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<record_source> open_whole_file_source(const std::string& file) {
+  return std::make_unique<whole_file_source>(file);
+}
+
+whole_file_reader::whole_file_reader()
+    : reader([](const std::string& file) { return open_whole_file_source(file); }) {}
+
+} // namespace quern
