@@ -176,26 +176,37 @@ TEST_CASE("distributed a peer of another wire version is failed_precondition") {
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed SIGKILL of a consumer loses at most its row in flight") {
-  // The victim takes rows one blocking dequeue at a time, so at most one
-  // row is on its way to it when it dies; the queue withdraws its pending
-  // dequeue when the connection drops, and the others take the rest.
+namespace {
+
+/// What a run with a consumer killed midway left: the rows the victim and
+/// the survivor wrote down, and what the queue's process said.
+struct consumer_kill_run {
+  std::vector<int64_t> victim, survivor;
+  std::string host_err;
+  std::string report;
+};
+
+// A victim consumer (`victim_api`) is killed after it took `took_before`
+// rows; a survivor (`survivor_api`) takes the rest of `count` rows until the
+// queue is closed and drained.
+consumer_kill_run kill_a_consumer(const std::string& victim_api,
+                                  const std::string& survivor_api, int64_t count,
+                                  size_t took_before) {
   scratch_dir dir;
   auto host = start_host(dir);
   auto victim_out = dir.file("victim.out");
   auto survivor_out = dir.file("survivor.out");
   auto victim = start_client(dir, "victim", host.address,
-                             {"--node.role=consume", "--node.api=dequeue",
+                             {"--node.role=consume", "--node.api=" + victim_api,
                               "--node.pace-ms=2", "--node.out=" + victim_out});
   auto survivor = start_client(dir, "survivor", host.address,
-                               {"--node.role=consume", "--node.api=reader",
+                               {"--node.role=consume", "--node.api=" + survivor_api,
                                 "--node.pace-ms=1", "--node.out=" + survivor_out});
-  constexpr int64_t count = 4000;
   auto producer = start_client(dir, "producer", host.address,
                                {"--node.role=produce", "--node.api=writer", "--node.id=1",
                                 "--node.count=" + std::to_string(count)});
   bool victim_took =
-      eventually(start_limit, [&] { return taken(victim_out).size() >= 20; });
+      eventually(start_limit, [&] { return taken(victim_out).size() >= took_before; });
   INFO(victim->report());
   REQUIRE(victim_took);
   victim->signal(SIGKILL);
@@ -206,19 +217,27 @@ TEST_CASE("distributed SIGKILL of a consumer loses at most its row in flight") {
   require_exit(*survivor, 0);
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
+  return {taken(victim_out), taken(survivor_out), host.proc->err(), host.proc->report()};
+}
 
-  auto v = taken(victim_out);
-  auto s = taken(survivor_out);
-  std::multiset<int64_t> got(v.begin(), v.end());
-  got.insert(s.begin(), s.end());
+} // namespace
+
+TEST_CASE("distributed SIGKILL of a consumer loses at most its row in flight") {
+  // The victim takes rows one blocking dequeue at a time, so at most one
+  // row is on its way to it when it dies; the queue withdraws its pending
+  // dequeue when the connection drops, and the others take the rest.
+  constexpr int64_t count = 4000;
+  auto run = kill_a_consumer("dequeue", "reader", count, 20);
+  std::multiset<int64_t> got(run.victim.begin(), run.victim.end());
+  got.insert(run.survivor.begin(), run.survivor.end());
   std::set<int64_t> unique(got.begin(), got.end());
-  INFO("victim took " << v.size() << ", survivor " << s.size());
+  INFO("victim took " << run.victim.size() << ", survivor " << run.survivor.size());
   CHECK(unique.size() == got.size()); // no row twice
   for (auto x : unique)
     CHECK((x >= 1000000 && x < 1000000 + count));
   CHECK(got.size() <= static_cast<size_t>(count));
   CHECK(got.size() >= static_cast<size_t>(count) - 1); // the row in flight, at most
-  CHECK(s.size() > 0);
+  CHECK(run.survivor.size() > 0);
 }
 
 namespace {
@@ -227,45 +246,18 @@ namespace {
 // not confirmed taking goes back to the queue, so no row is lost, and at
 // most `max_twice` rows (one confirmation interval) are taken twice.
 void check_reader_victim(const std::string& api, size_t max_twice) {
-  scratch_dir dir;
-  auto host = start_host(dir);
-  auto victim_out = dir.file("victim.out");
-  auto survivor_out = dir.file("survivor.out");
-  auto victim = start_client(dir, "victim", host.address,
-                             {"--node.role=consume", "--node.api=" + api,
-                              "--node.pace-ms=2", "--node.out=" + victim_out});
-  auto survivor = start_client(dir, "survivor", host.address,
-                               {"--node.role=consume", "--node.api=dequeue",
-                                "--node.pace-ms=1", "--node.out=" + survivor_out});
   constexpr int64_t count = 3000;
-  auto producer = start_client(dir, "producer", host.address,
-                               {"--node.role=produce", "--node.api=writer", "--node.id=1",
-                                "--node.count=" + std::to_string(count)});
-  bool victim_took =
-      eventually(start_limit, [&] { return taken(victim_out).size() >= 100; });
-  INFO(victim->report());
-  REQUIRE(victim_took);
-  victim->signal(SIGKILL);
-  require_exit(*victim, 128 + SIGKILL);
-  require_exit(*producer, 0);
-  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
-  require_exit(*closer, 0);
-  require_exit(*survivor, 0);
-  host.proc->close_stdin();
-  require_exit(*host.proc, 0);
-
-  auto v = taken(victim_out);
-  auto s = taken(survivor_out);
-  std::multiset<int64_t> got(v.begin(), v.end());
-  got.insert(s.begin(), s.end());
+  auto run = kill_a_consumer(api, "dequeue", count, 100);
+  std::multiset<int64_t> got(run.victim.begin(), run.victim.end());
+  got.insert(run.survivor.begin(), run.survivor.end());
   std::set<int64_t> unique(got.begin(), got.end());
-  INFO("victim took " << v.size() << ", survivor " << s.size() << "\n"
-                      << host.proc->report());
+  INFO("victim took " << run.victim.size() << ", survivor " << run.survivor.size() << "\n"
+                      << run.report);
   CHECK(unique.size() == static_cast<size_t>(count)); // none lost
   for (auto x : unique)
     CHECK((x >= 1000000 && x < 1000000 + count));
   CHECK(got.size() - unique.size() <= max_twice);
-  CHECK(contains(host.proc->err(), "went back to the front of the queue"));
+  CHECK(contains(run.host_err, "went back to the front of the queue"));
 }
 
 } // namespace
