@@ -52,23 +52,28 @@ struct exit_lines {
 
 } // namespace
 
-TEST_CASE("at exit a thread still blocked in dequeue gets CancelledError and the "
-          "program ends",
-          "[exit]") {
+namespace {
+
+/// How a thread that was still blocked in a quern call when its actor system
+/// went fared: 1 cancelled_error, 2 anything else (0: not yet known).
+using outcome_flag = std::shared_ptr<std::atomic<int>>;
+
+// An actor system ends while a detached thread waits in `wait(sys, q)` on
+// FIFO queue `name`, which nobody feeds. Returns what the system reported.
+template <class Wait>
+std::shared_ptr<exit_lines> exit_while_waiting(const std::string& name,
+                                               const outcome_flag& outcome, Wait wait) {
   auto seen = std::make_shared<exit_lines>();
-  auto outcome = std::make_shared<std::atomic<int>>(0); // 1: cancelled, 2: other
   {
     quern::config cfg;
     quern::actor_system sys{cfg};
     sys.exit_grace(100ms);
     sys.exit_reporter([seen](const std::string& s) { seen->add(s); });
-    auto q = spawn_fifo_queue(sys, 4, {dtype::int64}, {tensor_shape{}}, "never_fed");
+    auto q = spawn_fifo_queue(sys, 4, {dtype::int64}, {tensor_shape{}}, name);
     std::atomic<bool> waiting{false};
-    std::thread{[&sys, q, outcome, &waiting] {
-      blocking_queue b{sys, q};
+    std::thread{[&sys, q, outcome, &waiting, wait] {
       try {
-        waiting = true;
-        b.dequeue(); // nobody ever enqueues
+        wait(sys, q, waiting);
         *outcome = 2;
       } catch (const cancelled_error&) {
         *outcome = 1;
@@ -79,6 +84,22 @@ TEST_CASE("at exit a thread still blocked in dequeue gets CancelledError and the
     REQUIRE(eventually([&] { return waiting.load(); }));
     std::this_thread::sleep_for(20ms); // into the wait
   } // the destructor returns instead of waiting forever
+  return seen;
+}
+
+} // namespace
+
+TEST_CASE("at exit a thread still blocked in dequeue gets CancelledError and the "
+          "program ends",
+          "[exit]") {
+  auto outcome = std::make_shared<std::atomic<int>>(0);
+  auto seen = exit_while_waiting(
+      "never_fed", outcome,
+      [](quern::actor_system& sys, const queue_actor& q, std::atomic<bool>& waiting) {
+        blocking_queue b{sys, q};
+        waiting = true;
+        b.dequeue(); // nobody ever enqueues
+      });
   INFO(seen->all());
   CHECK(*outcome == 1);
   CHECK(seen->any("still running after 0.1 s"));
@@ -89,30 +110,14 @@ TEST_CASE("at exit a thread still blocked in dequeue gets CancelledError and the
 TEST_CASE("at exit a thread still waiting in a queue_reader's pull is named, gets "
           "CancelledError and the program ends",
           "[exit]") {
-  auto seen = std::make_shared<exit_lines>();
-  auto outcome = std::make_shared<std::atomic<int>>(0); // 1: cancelled, 2: other
-  {
-    quern::config cfg;
-    quern::actor_system sys{cfg};
-    sys.exit_grace(100ms);
-    sys.exit_reporter([seen](const std::string& s) { seen->add(s); });
-    auto q = spawn_fifo_queue(sys, 4, {dtype::int64}, {tensor_shape{}}, "never_pushed");
-    std::atomic<bool> waiting{false};
-    std::thread{[&sys, q, outcome, &waiting] {
-      try {
+  auto outcome = std::make_shared<std::atomic<int>>(0);
+  auto seen = exit_while_waiting(
+      "never_pushed", outcome,
+      [](quern::actor_system& sys, const queue_actor& q, std::atomic<bool>& waiting) {
         queue_reader r{sys, q, 8};
         waiting = true;
         r.pull(); // nobody ever pushes
-        *outcome = 2;
-      } catch (const cancelled_error&) {
-        *outcome = 1;
-      } catch (...) {
-        *outcome = 2;
-      }
-    }}.detach();
-    REQUIRE(eventually([&] { return waiting.load(); }));
-    std::this_thread::sleep_for(20ms); // into the wait
-  }
+      });
   INFO(seen->all());
   CHECK(eventually([&] { return outcome->load() != 0; }));
   CHECK(*outcome == 1);
