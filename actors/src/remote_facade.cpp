@@ -94,8 +94,9 @@ struct unconfirmed {
 
 // The client's process is gone with units it never confirmed: they go back
 // to the front of the queue, in order, and the host says so. Those its code
-// took after its last confirmation will be handed out again: at most one
-// confirmation interval (docs/distributed.md).
+// took after the last confirmation that arrived here will be handed out
+// again: one confirmation interval, or at most a window and an interval when
+// a confirmation was still on its way (docs/distributed.md).
 template <class Self>
 void give_back_unconfirmed(Self self, const queue_actor& q, unconfirmed& book) {
   auto rows = book.rows();
