@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
@@ -31,7 +32,10 @@ namespace {
 constexpr size_t max_buffered_bytes = size_t{1} << 20;
 
 /// Scalars per message sent by the blocking handle.
-constexpr size_t handle_batch_size = 4096;
+constexpr size_t handle_batch_size = 16384;
+
+/// Batches a blocking handle has sent and not yet seen answered.
+constexpr size_t max_batches_in_flight = 2;
 
 /// A blocking handle sends a partial batch when this much time has passed
 /// since its last send, so that a slow loop's events are not held back.
@@ -310,8 +314,9 @@ using batch_reply = decltype(std::declval<caf::scoped_actor&>()->request(
 struct summary_writer::batch_state {
   std::mutex mtx; // one call at a time: the batch and the in-flight reply
   std::vector<scalar_event> batch;
-  /// The batch sent and not yet answered (at most one).
-  std::optional<batch_reply> in_flight;
+  /// Batches sent and not yet answered, oldest first (at most
+  /// max_batches_in_flight).
+  std::deque<batch_reply> in_flight;
   double last_send = 0; // wall-clock seconds of the last batch sent
   /// A tick is on its way to the ticker.
   std::atomic<bool> armed{false};
@@ -400,16 +405,16 @@ summary_writer::~summary_writer() {
   }
 }
 
-void summary_writer::await_in_flight() {
+void summary_writer::await_in_flight(size_t keep) {
   auto& st = *batch_;
-  if (!st.in_flight)
-    return;
-  auto reply = *st.in_flight;
-  st.in_flight.reset();
-  caf::error err;
-  reply.receive([] {}, [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_error(err);
+  while (st.in_flight.size() > keep) {
+    auto reply = st.in_flight.front();
+    st.in_flight.pop_front();
+    caf::error err;
+    reply.receive([] {}, [&](caf::error& e) { err = std::move(e); });
+    if (err)
+      throw_error(err); // the later replies are awaited by the next call
+  }
 }
 
 void summary_writer::send_batch(bool force) {
@@ -428,12 +433,13 @@ void summary_writer::send_batch(bool force) {
       return;
     }
   }
-  // At most one batch in flight: the writer encodes one while this thread
-  // fills the next, and a write error reaches this thread one batch later.
-  await_in_flight();
+  // Two batches in flight: the writer finds the next batch waiting when it
+  // ends one, instead of idling while this thread wakes up and sends it. A
+  // write error reaches this thread up to two batches later.
+  await_in_flight(max_batches_in_flight - 1);
   st.last_send = st.batch.back().wall_time;
-  st.in_flight.emplace(self_->request(writer_, caf::infinite, add_scalars_atom::value,
-                                      std::move(st.batch)));
+  st.in_flight.emplace_back(self_->request(writer_, caf::infinite,
+                                           add_scalars_atom::value, std::move(st.batch)));
   st.batch.clear();
   st.batch.reserve(handle_batch_size);
 }

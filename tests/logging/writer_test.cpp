@@ -692,7 +692,7 @@ TEST_CASE("SW-2 one summary_writer handle shared by many threads",
   caf::actor_system sys{cfg};
   temp_dir dir;
   constexpr int threads = 4;
-  constexpr int64_t per_thread = 6000; // over the handle's batch of 4096
+  constexpr int64_t per_thread = 20000; // each over the handle's batch of 16384
   {
     summary_writer w{sys, quiet(dir.path())};
     std::vector<std::thread> ts;

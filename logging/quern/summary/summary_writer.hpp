@@ -84,7 +84,7 @@ summary_writer_actor spawn_summary_writer(caf::actor_system& sys,
 /// Scalars are batched here and sent in one message per batch (when the
 /// batch is full, when 20 ms passed since the last send, before any other
 /// call, or, when no further call comes, after summary_batch_delay), with at
-/// most one batch in flight; every other call waits for the writer's answer. A failed
+/// most two batches in flight; every other call waits for the writer's answers. A failed
 /// write is thrown (op_error, quern/error.hpp) by the call that learns of it: the next
 /// send, flush() or close(). Any number of threads may share one handle, as TensorFlow's
 /// threads share one FileWriter: its calls take turns, so each thread's events keep their
@@ -138,14 +138,16 @@ public:
 
   const summary_writer_actor& actor() const { return writer_; }
 
-  /// The batch of scalars, the reply to the batch in flight, and the lock
+  /// The batch of scalars, the replies to the batches in flight, and the lock
   /// that makes calls take turns; shared with the ticker that sends a batch
   /// no further call comes for.
   struct batch_state;
 
 private:
   void send_batch(bool force);
-  void await_in_flight();
+  /// Waits for the answers to the batches in flight until `keep` are left;
+  /// throws the first error among them.
+  void await_in_flight(size_t keep = 0);
   void start_ticker();
   /// Sends what is batched, then one request and its answer (T: void for
   /// none); throws the op_error of an error answer.
