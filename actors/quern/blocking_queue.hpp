@@ -64,6 +64,11 @@ private:
   size_t total_ = 0;
 };
 
+/// What a stream holds and its code did not take (rows, or batches cut row by
+/// row), as the rows a give-back returns to the front of the queue, oldest
+/// first. Shared by a reader's end and by the relay of a lost remote reader.
+std::vector<element> rows_of(std::deque<element>& units, bool as_rows);
+
 /// What every streaming handle (queue_writer, queue_reader, batch_reader)
 /// is made of: a caller actor of its own, whose one mailbox receives the
 /// stream's answers in order (so a handle's calls take turns under `mtx`);

@@ -130,6 +130,19 @@ void pull_stream::confirm() {
   confirmed_ = handed_;
 }
 
+std::vector<element> rows_of(std::deque<element>& units, bool as_rows) {
+  std::vector<element> rows;
+  for (auto& x : units) {
+    if (as_rows)
+      rows.push_back(std::move(x));
+    else
+      for (int64_t i = 0; i < x.batch_size(); ++i)
+        rows.push_back(x.row(i));
+  }
+  units.clear();
+  return rows;
+}
+
 pull_stream::~pull_stream() {
   std::lock_guard<std::mutex> guard{mtx};
   if (queue_down)
@@ -146,15 +159,7 @@ pull_stream::~pull_stream() {
   confirm(); // before the give-back: what remains was not taken
   if (items_.empty())
     return;
-  std::vector<element> rows;
-  for (auto& x : items_) {
-    if (shape_.as_rows)
-      rows.push_back(std::move(x));
-    else
-      for (int64_t i = 0; i < x.batch_size(); ++i)
-        rows.push_back(x.row(i));
-  }
-  self->send(queue, give_back_atom::value, std::move(rows));
+  self->send(queue, give_back_atom::value, rows_of(items_, shape_.as_rows));
 }
 
 void pull_stream::grant() {

@@ -5,7 +5,7 @@
 // so a kill reaches at most what was made for that peer.
 #include "remote_internal.hpp"
 
-#include "quern/blocking_queue.hpp" // detail::credit_ledger
+#include "quern/blocking_queue.hpp" // detail::credit_ledger, detail::rows_of
 
 #include <unistd.h>
 
@@ -78,18 +78,7 @@ struct unconfirmed {
     }
     confirmed = std::max(confirmed, total);
   }
-  std::vector<element> rows() {
-    std::vector<element> out;
-    for (auto& x : units) {
-      if (as_rows)
-        out.push_back(std::move(x));
-      else
-        for (int64_t i = 0; i < x.batch_size(); ++i)
-          out.push_back(x.row(i));
-    }
-    units.clear();
-    return out;
-  }
+  std::vector<element> rows() { return detail::rows_of(units, as_rows); }
 };
 
 // The client's process is gone with units it never confirmed: they go back
