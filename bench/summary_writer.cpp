@@ -6,7 +6,8 @@
 //          to a 1 MiB buffer written to a file with write(2), then fsync
 // Both stamp wall_time per event and fsync the file once at the end (the
 // actor also syncs after its first events, SW-3). Best of three rounds each,
-// interleaved. Target: >= 5M events/s through the actor, ratio >= 0.5.
+// interleaved. Target: >= 5M events/s through the actor, ratio >= 1 (the actor hides the
+// encoding behind the caller).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -168,9 +169,8 @@ int main(int argc, char** argv) {
               plain_rate / 1e6);
   std::printf("  summary-writer actor (blocking handle):   %8.3f M events/s\n",
               actor_rate / 1e6);
-  std::printf(
-      "  ratio actor/plain: %.2f (targets: actor >= 5 M events/s, ratio >= 0.5)\n",
-      ratio);
+  std::printf("  ratio actor/plain: %.2f (targets: actor >= 5 M events/s, ratio >= 1)\n",
+              ratio);
   quern::bench::print_peak_rss();
   return 0;
 }
