@@ -287,6 +287,61 @@ TEST_CASE("distributed SIGKILL of a batch_reader gives back the batches it had n
   check_reader_victim("batch", (4 + 2) * 32);
 }
 
+TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged is taken "
+          "once, and the others go on") {
+  // The victim stores rows one blocking enqueue at a time and writes down
+  // each one the queue acknowledged; it is killed midway. A second producer
+  // (a queue_writer) and a consumer go on.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto consumer_out = dir.file("consumer.out");
+  auto victim_out = dir.file("victim.out");
+  auto consumer = start_client(
+      dir, "consumer", host.address,
+      {"--node.role=consume", "--node.api=reader", "--node.out=" + consumer_out});
+  auto victim = start_client(dir, "victim", host.address,
+                             {"--node.role=produce", "--node.api=enqueue", "--node.id=1",
+                              "--node.count=1000000", "--node.pace-ms=1",
+                              "--node.out=" + victim_out});
+  constexpr int64_t survivor_count = 2000;
+  auto survivor = start_client(dir, "survivor", host.address,
+                               {"--node.role=produce", "--node.api=writer", "--node.id=2",
+                                "--node.count=" + std::to_string(survivor_count)});
+  bool victim_stored =
+      eventually(start_limit, [&] { return taken(victim_out).size() >= 50; });
+  INFO(victim->report());
+  REQUIRE(victim_stored);
+  victim->signal(SIGKILL);
+  require_exit(*victim, 128 + SIGKILL);
+  require_exit(*survivor, 0);
+  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
+  require_exit(*closer, 0);
+  require_exit(*consumer, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+
+  auto got = taken(consumer_out);
+  std::set<int64_t> unique(got.begin(), got.end());
+  CHECK(unique.size() == got.size()); // no row twice
+  for (auto x : rows_made(2, survivor_count))
+    CHECK(unique.count(x) == 1); // the survivor's rows, all of them
+  // The victim's rows reach the queue in order: what was taken is a prefix
+  // of them, holding every acknowledged row and at most one more (the
+  // enqueue on its way, or acknowledged and not yet written down).
+  auto acked = taken(victim_out);
+  std::vector<int64_t> victims;
+  for (auto x : got)
+    if (x >= 1000000 && x < 2000000)
+      victims.push_back(x);
+  std::sort(victims.begin(), victims.end());
+  INFO("victim acknowledged " << acked.size() << ", " << victims.size() << " were taken");
+  for (size_t i = 0; i < victims.size(); ++i)
+    CHECK(victims[i] == 1000000 + static_cast<int64_t>(i));
+  CHECK(victims.size() >= acked.size());
+  CHECK(victims.size() <= acked.size() + 1);
+  CHECK(got.size() == victims.size() + static_cast<size_t>(survivor_count));
+}
+
 TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable") {
   // Two consumers wait on an empty queue, one in a blocking dequeue and one
   // in a queue_reader's pull; the host dies. Neither may hang.

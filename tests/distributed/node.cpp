@@ -78,12 +78,14 @@ struct node_config : quern::remote_config {
         .add(role, "role", "host, produce, consume, close, wait-stop or feed-until-stop")
         .add(address, "address", "host:port of the host (not for host)")
         .add(api, "api", "which client: enqueue/writer/batch or dequeue/reader/batch")
-        .add(out, "out", "consume: the file taken values are appended to")
+        .add(out, "out",
+             "consume: the file taken values are appended to; produce (enqueue): "
+             "each row the queue acknowledged")
         .add(port_file, "port-file", "host: where the port is written")
         .add(id, "id", "produce: the producer's number")
         .add(count, "count", "produce: rows to store")
         .add(capacity, "capacity", "host: the queue's capacity")
-        .add(pace_ms, "pace-ms", "consume: a pause after each row taken")
+        .add(pace_ms, "pace-ms", "consume, produce (enqueue): a pause after each row")
         .add(tls, "tls", "TLS with the --openssl.* files")
         .add(listen, "listen", "host: the address to listen on")
         .add(timeout_ms, "timeout-ms", "connect: the connect timeout")
@@ -192,9 +194,21 @@ int produce(quern::actor_system& sys, node_config& cfg) {
           quern::tensor::from_values(quern::tensor_shape{n}, std::move(vs))});
     }
   } else {
+    // --node.out: each row the queue acknowledged, once it did (one write per
+    // row, so a kill -9 leaves those that were acknowledged, but perhaps the last).
+    auto fd = cfg.out.empty()
+                  ? -1
+                  : ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     quern::blocking_queue queue{sys, q};
-    for (int64_t i = 0; i < cfg.count; ++i)
+    for (int64_t i = 0; i < cfg.count; ++i) {
       queue.enqueue(row(base + i));
+      if (fd >= 0)
+        write_all(fd, std::to_string(base + i) + "\n");
+      if (cfg.pace_ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds{cfg.pace_ms});
+    }
+    if (fd >= 0)
+      ::close(fd);
   }
   if (cfg.close_after)
     quern::blocking_queue{sys, q}.close();
