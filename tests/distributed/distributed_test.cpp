@@ -390,6 +390,59 @@ TEST_CASE("distributed a frozen host is detected by heartbeats") {
   // The child's handle kills the stopped host.
 }
 
+TEST_CASE("distributed a frozen queue_reader's rows go back to the queue, and it ends "
+          "with unavailable when it wakes") {
+  // SIGSTOP of a consumer's process keeps its socket open: the queue's
+  // process learns of it by heartbeats (connection-timeout, 5 s), gives back
+  // what the reader had not confirmed taking, and serves the others. Woken,
+  // the reader finds its node gone. It may still hand its code the rows it
+  // held (its window, 16), which went back too: at most a window more than
+  // after a kill -9 are taken twice.
+  constexpr int64_t count = 3000;
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto victim_out = dir.file("victim.out");
+  auto survivor_out = dir.file("survivor.out");
+  auto victim = start_client(dir, "victim", host.address,
+                             {"--node.role=consume", "--node.api=reader",
+                              "--node.pace-ms=2", "--node.out=" + victim_out});
+  auto survivor = start_client(dir, "survivor", host.address,
+                               {"--node.role=consume", "--node.api=dequeue",
+                                "--node.pace-ms=1", "--node.out=" + survivor_out});
+  auto producer = start_client(dir, "producer", host.address,
+                               {"--node.role=produce", "--node.api=writer", "--node.id=1",
+                                "--node.count=" + std::to_string(count)});
+  bool victim_took =
+      eventually(start_limit, [&] { return taken(victim_out).size() >= 100; });
+  INFO(victim->report());
+  REQUIRE(victim_took);
+  victim->signal(SIGSTOP);
+  bool given_back = eventually(start_limit, [&] {
+    return contains(host.proc->err(), "went back to the front of the queue");
+  });
+  INFO(host.proc->report());
+  REQUIRE(given_back);
+  require_exit(*producer, 0);
+  auto closer = start_client(dir, "closer", host.address, {"--node.role=close"});
+  require_exit(*closer, 0);
+  require_exit(*survivor, 0);
+  victim->signal(SIGCONT);
+  require_exit(*victim, static_cast<int>(quern::error_code::unavailable));
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+
+  auto v = taken(victim_out);
+  auto w = taken(survivor_out);
+  std::multiset<int64_t> got(v.begin(), v.end());
+  got.insert(w.begin(), w.end());
+  std::set<int64_t> unique(got.begin(), got.end());
+  INFO("victim took " << v.size() << ", survivor " << w.size());
+  CHECK(unique.size() == static_cast<size_t>(count)); // none lost
+  for (auto x : unique)
+    CHECK((x >= 1000000 && x < 1000000 + count));
+  CHECK(got.size() - unique.size() <= 16 + 4 + 16);
+}
+
 TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavailable") {
   scratch_dir dir;
   auto host = start_host(dir);
