@@ -289,20 +289,38 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
 
 // The coordinator's facade: its requests answered as the facade. (The
 // coordinator's stop messages to remote runners it was given still come
-// from the coordinator itself: docs/distributed.md, Limits.)
+// from the coordinator itself: docs/distributed.md, Limits.) The errors the
+// peer reports and the actors it registers are placed at the peer's address
+// as this node's middleman sees the connection (`remote-feeder@127.0.0.1:41237`),
+// so that join's first error and its stragglers name their process.
 coordinator_actor::behavior_type
-coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c) {
+coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c,
+                            caf::node_id peer) {
   self->monitor(c);
   self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   ignore_remote_exits(self);
+  // Asked once, now: the peer's first report comes after its lookup is
+  // answered, registers and runs, long after the answer (a local hop).
+  auto where = std::make_shared<std::string>();
+  if (peer && peer != self->node())
+    self->request(transport(self->home_system()), std::chrono::seconds{5},
+                  caf::get_atom::value, peer)
+        .then(
+            [where](const caf::node_id&, const std::string& host, uint16_t port) {
+              if (!host.empty())
+                *where = host + ":" + std::to_string(port);
+            },
+            [](caf::error&) {}); // unplaced, as in one process
   return {
       [=](request_stop_atom a, caf::error& e) {
-        return ask<bool>(self, c, a, std::move(e));
+        return ask<bool>(self, c, a, with_origin_at(std::move(e), *where));
       },
       [=](should_stop_atom a) { return ask<bool>(self, c, a); },
       [=](wait_for_stop_atom a, caf::timespan t) { return ask<bool>(self, c, a, t); },
       [=](clear_stop_atom a) { return ask<bool>(self, c, a); },
       [=](register_atom a, std::vector<registration>& rs) {
+        for (auto& r : rs)
+          r.name = placed_at(r.name, *where);
         return ask<int32_t>(self, c, a, std::move(rs));
       },
       [=](join_atom a, std::vector<caf::actor>& xs, caf::timespan grace, bool live) {
@@ -371,7 +389,9 @@ node_actor::behavior_type node_behavior(node_ptr self,
         if (!st.coordinator)
           return make_error(error_code::failed_precondition,
                             "no coordinator is exported");
-        auto f = self->spawn(coordinator_facade_behavior, st.coordinator);
+        auto sender = self->current_sender();
+        auto f = self->spawn(coordinator_facade_behavior, st.coordinator,
+                             sender ? sender->node() : caf::node_id{});
         st.facades->add(f.address());
         return f;
       },

@@ -79,6 +79,13 @@ std::string origin_of(const caf::error& e);
 /// `e` with `origin` recorded, unless it already names one; other errors
 /// (not of quern's category) are returned as they are.
 caf::error with_origin(caf::error e, const std::string& origin);
+/// `name@where`: a name placed in the process at `where` (`reader-3@127.0.0.1:41237`);
+/// `name` as it is when `where` is empty or it already names a place.
+std::string placed_at(const std::string& name, const std::string& where);
+/// `e` with its origin placed at `where` (placed_at), or `where` as its origin
+/// when it has none: the error of another process names that process. Other
+/// errors (not of quern's category) are returned as they are.
+caf::error with_origin_at(caf::error e, const std::string& where);
 /// The exception object `e` was made from (null when it was not, or when it
 /// came from another process).
 std::exception_ptr original_exception(const caf::error& e);

@@ -100,6 +100,22 @@ caf::error with_origin(caf::error e, const std::string& origin) {
   return make_error(code_of(e), message_of(e), std::move(d));
 }
 
+std::string placed_at(const std::string& name, const std::string& where) {
+  if (where.empty() || name.find('@') != std::string::npos)
+    return name;
+  return name + "@" + where;
+}
+
+caf::error with_origin_at(caf::error e, const std::string& where) {
+  if (!e || e.category() != error_category || where.empty())
+    return e;
+  error_detail d;
+  if (auto old = detail_of(e))
+    d = *old;
+  d.origin = d.origin.empty() ? where : placed_at(d.origin, where);
+  return make_error(code_of(e), message_of(e), std::move(d));
+}
+
 std::string message_of(const caf::error& e) {
   if (!e)
     return {};

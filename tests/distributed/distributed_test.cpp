@@ -540,6 +540,39 @@ TEST_CASE("distributed a stop requested in one process stops a runner in another
   require_exit(*host.proc, 0);
 }
 
+TEST_CASE("distributed a remote runner's error is the coordinator's first error, naming "
+          "its process") {
+  // The runner's op fails in the feeder's process; the error reaches the
+  // host's coordinator through the feeder's connection, placed at the
+  // address the host sees it at, and join in a third process rethrows it.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("feeder.out");
+  auto feeder = start_client(
+      dir, "feeder", host.address,
+      {"--node.role=feed-until-stop", "--node.fail-after=10", "--node.out=" + out});
+  require_exit(*feeder, 0);
+  CHECK(contains(quern::test::read_file(out), "stopped"));
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::coordinator coord{sys, node.coordinator()};
+    CHECK(coord.should_stop());
+    try {
+      coord.join();
+      FAIL("join did not rethrow the remote runner's error");
+    } catch (const quern::unknown_error& e) {
+      CHECK(contains(e.what(), "the feeder's input broke at row 10"));
+      INFO("origin '" << e.origin() << "'");
+      CHECK(contains(e.origin(), "remote-feeder"));
+      CHECK(contains(e.origin(), "@127.0.0.1:"));
+    }
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
 TEST_CASE("distributed a runner whose coordinator's process dies stops") {
   // The runner's coordinator handle is its process's endpoint, which ends
   // when the node is lost; a runner stops when its coordinator goes down.

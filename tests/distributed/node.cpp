@@ -72,6 +72,7 @@ struct node_config : quern::remote_config {
   int32_t timeout_ms = 5000;
   std::string start_file;
   bool close_after = false;
+  int64_t fail_after = -1;
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
@@ -90,7 +91,9 @@ struct node_config : quern::remote_config {
         .add(listen, "listen", "host: the address to listen on")
         .add(timeout_ms, "timeout-ms", "connect: the connect timeout")
         .add(start_file, "start-file", "produce: wait for this file once connected")
-        .add(close_after, "close-after", "produce: close the queue when done");
+        .add(close_after, "close-after", "produce: close the queue when done")
+        .add(fail_after, "fail-after",
+             "feed-until-stop: the runner's op throws after this many rows");
   }
 };
 
@@ -264,16 +267,19 @@ int wait_stop(quern::actor_system& sys, node_config& cfg) {
 }
 
 // A queue runner in this process, registered with the host's coordinator,
-// feeds the host's queue until a stop requested anywhere ends it; "ready"
-// in --node.out once it runs.
+// feeds the host's queue until a stop requested anywhere ends it (or its op
+// fails, --node.fail-after); "ready" in --node.out once it runs.
 int feed_until_stop(quern::actor_system& sys, node_config& cfg) {
   auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd < 0)
     throw std::runtime_error("cannot open " + cfg.out);
   auto node = quern::connect(sys, cfg.address);
   auto next = std::make_shared<std::atomic<int64_t>>(0);
-  auto op = quern::async_op([next](quern::async_run& run) {
-    run.emit(row((*next)++));
+  auto op = quern::async_op([next, fail_after = cfg.fail_after](quern::async_run& run) {
+    auto i = (*next)++;
+    if (fail_after >= 0 && i >= fail_after)
+      throw std::runtime_error("the feeder's input broke at row " + std::to_string(i));
+    run.emit(row(i));
     run.done();
   });
   quern::queue_runner_options opts;

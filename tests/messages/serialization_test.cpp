@@ -155,3 +155,20 @@ TEST_CASE("errors keep their readable message", "[error]") {
   caf::actor_system sys{cfg};
   CHECK(sys.render(err) == "OutOfRange: FIFOQueue 'q' is closed");
 }
+
+TEST_CASE("an error of another process names where it came from", "[error]") {
+  auto err = with_origin(make_error(error_code::unknown, "boom"), "reader-3");
+  auto placed = with_origin_at(err, "127.0.0.1:41237");
+  CHECK(origin_of(placed) == "reader-3@127.0.0.1:41237");
+  CHECK(message_of(placed) == "boom");
+  CHECK(is(placed, error_code::unknown));
+  // Placed once: a second place does not stack.
+  CHECK(origin_of(with_origin_at(placed, "10.0.0.1:7000")) == "reader-3@127.0.0.1:41237");
+  // Without an origin, the place is the origin; without a place, nothing changes.
+  CHECK(origin_of(with_origin_at(make_error(error_code::unknown, "x"), "h:1")) == "h:1");
+  CHECK(origin_of(with_origin_at(err, "")) == "reader-3");
+  CHECK_FALSE(with_origin_at(caf::error{}, "h:1"));
+  CHECK(placed_at("remote-feeder/op0", "127.0.0.1:1") == "remote-feeder/op0@127.0.0.1:1");
+  CHECK(placed_at("a@b", "127.0.0.1:1") == "a@b");
+  CHECK(placed_at("a", "") == "a");
+}
