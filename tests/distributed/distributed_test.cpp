@@ -207,10 +207,7 @@ consumer_kill_run kill_a_consumer(const std::string& victim_api,
   auto producer = start_client(dir, "producer", host.address,
                                {"--node.role=produce", "--node.api=writer", "--node.id=1",
                                 "--node.count=" + std::to_string(count)});
-  bool victim_took =
-      eventually(start_limit, [&] { return taken(victim_out).size() >= took_before; });
-  INFO(victim->report());
-  REQUIRE(victim_took);
+  require_written(*victim, victim_out, took_before);
   victim->signal(SIGKILL);
   require_exit(*victim, 128 + SIGKILL);
   require_exit(*producer, 0);
@@ -307,10 +304,7 @@ TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged i
   auto survivor = start_client(dir, "survivor", host.address,
                                {"--node.role=produce", "--node.api=writer", "--node.id=2",
                                 "--node.count=" + std::to_string(survivor_count)});
-  bool victim_stored =
-      eventually(start_limit, [&] { return taken(victim_out).size() >= 50; });
-  INFO(victim->report());
-  REQUIRE(victim_stored);
+  require_written(*victim, victim_out, 50);
   victim->signal(SIGKILL);
   require_exit(*victim, 128 + SIGKILL);
   require_exit(*survivor, 0);
@@ -412,10 +406,7 @@ TEST_CASE("distributed a frozen queue_reader's rows go back to the queue, and it
   auto producer = start_client(dir, "producer", host.address,
                                {"--node.role=produce", "--node.api=writer", "--node.id=1",
                                 "--node.count=" + std::to_string(count)});
-  bool victim_took =
-      eventually(start_limit, [&] { return taken(victim_out).size() >= 100; });
-  INFO(victim->report());
-  REQUIRE(victim_took);
+  require_written(*victim, victim_out, 100);
   victim->signal(SIGSTOP);
   bool given_back = eventually(start_limit, [&] {
     return contains(host.proc->err(), "went back to the front of the queue");

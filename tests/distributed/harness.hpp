@@ -96,6 +96,14 @@ inline bool is_ready(const std::string& path) {
   return quern::test::read_file(path).rfind("ready", 0) == 0;
 }
 
+// Waits (bounded by start_limit) until `who` wrote at least `n` values to
+// `out` (taken rows, or rows the queue acknowledged).
+inline void require_written(child& who, const std::string& out, size_t n) {
+  bool written = eventually(start_limit, [&] { return taken(out).size() >= n; });
+  INFO(who.report());
+  REQUIRE(written);
+}
+
 // A loopback port on which nothing listens (bound by the OS, then freed).
 inline uint16_t free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
