@@ -390,10 +390,6 @@ caf::error check_tag(const std::string& tag) {
   return check_field("tag", tag);
 }
 
-caf::error check_strings(const scalar_event& ev) {
-  return check_tag(ev.tag);
-}
-
 caf::error check_strings(const summary_event& ev) {
   struct check {
     caf::error operator()(const summary_event::summary& x) {
