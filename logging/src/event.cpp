@@ -326,15 +326,6 @@ namespace {
 size_t invalid_utf8_at(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    // Tags are mostly ASCII: eight bytes at a time while no high bit is set.
-    if (i + 8 <= s.size()) {
-      uint64_t word = 0;
-      std::memcpy(&word, s.data() + i, 8);
-      if ((word & 0x8080808080808080u) == 0) {
-        i += 8;
-        continue;
-      }
-    }
     auto c = static_cast<unsigned char>(s[i]);
     size_t n = c < 0x80           ? 1
                : (c >> 5) == 0x6  ? 2
@@ -373,7 +364,11 @@ std::string quoted(std::string_view s) {
   return out + (s.size() > 200 ? "...'" : "'");
 }
 
-caf::error check_field(const char* field, const std::string& value) {
+} // namespace
+
+caf::error detail::check_field(const char* field, const std::string& value) {
+  if (is_ascii(value)) // most strings: eight bytes at a time
+    return caf::none;
   auto at = invalid_utf8_at(value);
   if (at == std::string_view::npos)
     return caf::none;
@@ -384,12 +379,6 @@ caf::error check_field(const char* field, const std::string& value) {
                         "the event");
 }
 
-} // namespace
-
-caf::error check_tag(const std::string& tag) {
-  return check_field("tag", tag);
-}
-
 caf::error check_strings(const summary_event& ev) {
   struct check {
     caf::error operator()(const summary_event::summary& x) {
@@ -398,24 +387,24 @@ caf::error check_strings(const summary_event& ev) {
              {std::pair{"tag", &v.tag}, std::pair{"plugin name", &v.plugin_name},
               std::pair{"display name", &v.display_name},
               std::pair{"description", &v.description}})
-          if (auto err = check_field(field, *value))
+          if (auto err = detail::check_field(field, *value))
             return err;
       }
       return caf::none;
     }
     caf::error operator()(const summary_event::file_version& x) {
-      return check_field("file version", x.version);
+      return detail::check_field("file version", x.version);
     }
     caf::error operator()(const summary_event::log_message& x) {
-      return check_field("log message", x.message);
+      return detail::check_field("log message", x.message);
     }
     caf::error operator()(const summary_event::session_log& x) {
-      if (auto err = check_field("checkpoint path", x.checkpoint_path))
+      if (auto err = detail::check_field("checkpoint path", x.checkpoint_path))
         return err;
-      return check_field("session log message", x.msg);
+      return detail::check_field("session log message", x.msg);
     }
     caf::error operator()(const summary_event::tagged_run_metadata& x) {
-      return check_field("run metadata tag", x.tag);
+      return detail::check_field("run metadata tag", x.tag);
     }
     // Bytes fields: graph_def, meta_graph_def, run_metadata.
     caf::error operator()(const summary_event::none&) { return caf::none; }

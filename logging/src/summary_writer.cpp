@@ -7,7 +7,6 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
-#include <optional>
 #include <unordered_set>
 #include <utility>
 
@@ -453,9 +452,8 @@ T summary_writer::call(Ts&&... xs) {
 
 void summary_writer::scalar(const std::string& tag, double value, int64_t step) {
   std::lock_guard<std::mutex> guard{batch_->mtx};
-  if (!is_ascii(tag)) // at the call, not a batch later
-    if (auto err = check_tag(tag))
-      throw_error(err);
+  if (auto err = check_tag(tag)) // at the call, not a batch later
+    throw_error(err);
   auto& ev = batch_->batch.emplace_back();
   ev.wall_time = clock_ ? clock_() : wall_time_now(); // SW-6: the time of the call
   ev.step = step;
