@@ -87,17 +87,27 @@ std::exception_ptr original_exception(const caf::error& e) {
   return d ? d->original : nullptr;
 }
 
-caf::error with_origin(caf::error e, const std::string& origin) {
-  if (!e || e.category() != error_category || origin.empty())
+namespace {
+
+// `e` with the origin `origin_for(its origin)` (empty when it has none); its
+// code, message and the rest of its detail kept.
+template <class F>
+caf::error reorigined(caf::error e, F origin_for) {
+  if (!e || e.category() != error_category)
     return e;
   error_detail d;
-  if (auto old = detail_of(e)) {
-    if (!old->origin.empty())
-      return e;
+  if (auto old = detail_of(e))
     d = *old;
-  }
-  d.origin = origin;
+  d.origin = origin_for(d.origin);
   return make_error(code_of(e), message_of(e), std::move(d));
+}
+
+} // namespace
+
+caf::error with_origin(caf::error e, const std::string& origin) {
+  if (origin.empty() || !origin_of(e).empty())
+    return e;
+  return reorigined(std::move(e), [&](const std::string&) { return origin; });
 }
 
 std::string placed_at(const std::string& name, const std::string& where) {
@@ -107,13 +117,11 @@ std::string placed_at(const std::string& name, const std::string& where) {
 }
 
 caf::error with_origin_at(caf::error e, const std::string& where) {
-  if (!e || e.category() != error_category || where.empty())
+  if (where.empty())
     return e;
-  error_detail d;
-  if (auto old = detail_of(e))
-    d = *old;
-  d.origin = d.origin.empty() ? where : placed_at(d.origin, where);
-  return make_error(code_of(e), message_of(e), std::move(d));
+  return reorigined(std::move(e), [&](const std::string& old) {
+    return old.empty() ? where : placed_at(old, where);
+  });
 }
 
 std::string message_of(const caf::error& e) {
