@@ -44,7 +44,9 @@ namespace quern {
 //    take the end of its last runner for runners never started).
 // 5: taken(n), a consumer's confirmation of what its code took; summary_event
 //    holds its payload as a variant.
-constexpr uint32_t wire_version = 5;
+// 6: floats and doubles of summaries travel as their bits (CAF's own packing
+//    never returns for an infinity).
+constexpr uint32_t wire_version = 6;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

@@ -18,6 +18,7 @@
 #include <caf/variant.hpp>
 
 #include "quern/atoms.hpp"
+#include "quern/detail/float_bits.hpp"
 
 namespace quern {
 
@@ -59,8 +60,12 @@ struct histogram_data {
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, histogram_data& x) {
-    return f(caf::meta::type_name("quern::histogram_data"), x.min, x.max, x.num, x.sum,
-             x.sum_squares, x.bucket_limit, x.bucket);
+    // Bounds are often infinite: every float crosses as its bits (float_bits.hpp).
+    detail::float_bits min{x.min}, max{x.max}, num{x.num}, sum{x.sum},
+        sum_squares{x.sum_squares};
+    detail::float_bits_vector bucket_limit{x.bucket_limit}, bucket{x.bucket};
+    return f(caf::meta::type_name("quern::histogram_data"), min, max, num, sum,
+             sum_squares, bucket_limit, bucket);
   }
 };
 
@@ -138,15 +143,17 @@ struct summary_value {
     auto name = caf::meta::type_name("quern::summary_value");
     if constexpr (Inspector::reads_state) {
       auto w = detail::to_wire(x.value);
-      return f(name, x.tag, w.kind, w.simple_value, w.histo, w.image, w.text,
-               x.plugin_name, x.plugin_content, x.display_name, x.description);
+      detail::float_bits simple_value{w.simple_value};
+      return f(name, x.tag, w.kind, simple_value, w.histo, w.image, w.text, x.plugin_name,
+               x.plugin_content, x.display_name, x.description);
     } else {
       detail::summary_value_wire w;
+      detail::float_bits simple_value{w.simple_value};
       auto load = [&]() -> caf::error {
         return detail::from_wire(std::move(w), x.value);
       };
-      return f(name, x.tag, w.kind, w.simple_value, w.histo, w.image, w.text,
-               x.plugin_name, x.plugin_content, x.display_name, x.description,
+      return f(name, x.tag, w.kind, simple_value, w.histo, w.image, w.text, x.plugin_name,
+               x.plugin_content, x.display_name, x.description,
                caf::meta::load_callback(load));
     }
   }
@@ -269,14 +276,15 @@ caf::error from_wire(summary_event_wire&& w, summary_event::what_type& what);
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, summary_event& x) {
   auto name = caf::meta::type_name("quern::summary_event");
+  detail::float_bits wall_time{x.wall_time};
   if constexpr (Inspector::reads_state) {
     auto w = detail::to_wire(x.what);
-    return f(name, x.wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
+    return f(name, wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
              w.log_message, w.session_log, w.tagged_run_metadata, w.meta_graph_def);
   } else {
     detail::summary_event_wire w;
     auto load = [&]() -> caf::error { return detail::from_wire(std::move(w), x.what); };
-    return f(name, x.wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
+    return f(name, wall_time, x.step, w.kind, w.file_version, w.graph_def, w.summary,
              w.log_message, w.session_log, w.tagged_run_metadata, w.meta_graph_def,
              caf::meta::load_callback(load));
   }
@@ -291,8 +299,10 @@ struct scalar_event {
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, scalar_event& x) {
-    return f(caf::meta::type_name("quern::scalar_event"), x.wall_time, x.step, x.tag,
-             x.value);
+    detail::float_bits wall_time{x.wall_time};
+    detail::float_bits value{x.value};
+    return f(caf::meta::type_name("quern::scalar_event"), wall_time, x.step, x.tag,
+             value);
   }
 };
 

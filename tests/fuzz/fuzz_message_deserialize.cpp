@@ -18,11 +18,13 @@
 // - A quern error from deserialisation is invalid_argument (`corrupt tensor:
 //   ...`).
 //
-// Not checked: serialising a value that holds an infinite float or double.
-// CAF 0.17's pack754 (caf/detail/ieee_754.hpp) halves the value until it is
-// below 2, which never happens for infinity: the serializer never returns.
-// That is CAF's, not quern's (docs/fuzzing.md); such values are still
-// deserialised and checked, but not serialised back.
+// Not checked: serialising a bare float or double that is infinite. CAF
+// 0.17's pack754 (caf/detail/ieee_754.hpp) halves the value until it is
+// below 2, which never happens for infinity: the serializer never returns
+// (docs/fuzzing.md). quern's types carry their floats as bits
+// (quern/detail/float_bits.hpp), so only a double that is itself an element
+// of a whole message (add_summary's wall time) can be one; such messages are
+// still deserialised and checked, but not serialised back.
 //
 // QUERN_FUZZ_SEEDS_OUT=<dir>: writes the seed corpus (values of every type,
 // serialised) to <dir> and exits; tests/fuzz/make_seeds.sh runs it.
