@@ -29,6 +29,7 @@
 #include "quern/coordination.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/messages.hpp"
+#include "quern/summary.hpp"
 
 namespace quern {
 
@@ -45,7 +46,7 @@ namespace quern {
 // 5: taken(n), a consumer's confirmation of what its code took; summary_event
 //    holds its payload as a variant.
 // 6: floats and doubles of summaries travel as their bits (CAF's own packing
-//    never returns for an infinity).
+//    never returns for an infinity); the node's lookup of summary writers.
 constexpr uint32_t wire_version = 6;
 
 /// `quern-wire-<wire_version>`.
@@ -99,6 +100,7 @@ public:
 using hello_atom = caf::atom_constant<caf::atom("q_hello")>;
 using lookup_queue_atom = caf::atom_constant<caf::atom("q_lookup")>;
 using lookup_coordinator_atom = caf::atom_constant<caf::atom("q_lookup_c")>;
+using lookup_writer_atom = caf::atom_constant<caf::atom("q_lookup_w")>;
 
 /// What a node publishes on its port (one actor, one port): peers reach the
 /// queues it exports by name through it, and nothing else of the process.
@@ -108,10 +110,13 @@ using lookup_coordinator_atom = caf::atom_constant<caf::atom("q_lookup_c")>;
 ///     is exported under `name`
 ///   lookup_coordinator() -> coordinator_actor; failed_precondition when
 ///     none is exported
-using node_actor =
-    caf::typed_actor<caf::replies_to<hello_atom, uint32_t>::with<uint32_t, std::string>,
-                     caf::replies_to<lookup_queue_atom, std::string>::with<queue_actor>,
-                     caf::replies_to<lookup_coordinator_atom>::with<coordinator_actor>>;
+///   lookup_writer(name) -> summary_writer_actor; failed_precondition when
+///     no summary writer is exported under `name`
+using node_actor = caf::typed_actor<
+    caf::replies_to<hello_atom, uint32_t>::with<uint32_t, std::string>,
+    caf::replies_to<lookup_queue_atom, std::string>::with<queue_actor>,
+    caf::replies_to<lookup_coordinator_atom>::with<coordinator_actor>,
+    caf::replies_to<lookup_writer_atom, std::string>::with<summary_writer_actor>>;
 
 // -- serving ----------------------------------------------------------------------
 
@@ -120,9 +125,11 @@ struct serve_options {
   serve_options(std::string host = "127.0.0.1", uint16_t port = 0,
                 bool reuse_address = false,
                 std::map<std::string, queue_actor> queues = {},
-                coordinator_actor coordinator = {})
+                coordinator_actor coordinator = {},
+                std::map<std::string, summary_writer_actor> writers = {})
       : host(std::move(host)), port(port), reuse_address(reuse_address),
-        queues(std::move(queues)), coordinator(std::move(coordinator)) {}
+        queues(std::move(queues)), coordinator(std::move(coordinator)),
+        writers(std::move(writers)) {}
 
   /// The address to listen on. Without TLS loopback only (127.0.0.0/8, ::1,
   /// localhost): any other address would let every machine that reaches it
@@ -138,6 +145,9 @@ struct serve_options {
   /// The coordinator peers may use (remote_node::coordinator); none if
   /// invalid.
   coordinator_actor coordinator;
+  /// The summary writers peers may feed (remote_node::writer), by name: a
+  /// writer's actor, e.g. `quern::summary_writer::actor()`.
+  std::map<std::string, summary_writer_actor> writers;
 };
 
 /// A node being served: listens until it is destroyed or stop() is called.
@@ -222,6 +232,17 @@ public:
   /// with unavailable_error when the node is lost. Throws
   /// failed_precondition_error when the node exports none.
   coordinator_actor coordinator();
+
+  /// The summary writer exported as `name`, for a quern::summary_writer
+  /// handle (`quern::summary_writer w{sys, node.writer("train")}`): the
+  /// scalars of every process land in the exporting process's run, each
+  /// handle's in the order it wrote them. Calls fail with unavailable_error
+  /// when the node is lost; scalars a handle still held are lost with it. An
+  /// add_summary whose wall time is not finite is refused
+  /// (invalid_argument_error): CAF cannot send an infinite double.
+  /// Throws failed_precondition_error when the node exports no such writer.
+  /// The same name gives the same handle.
+  summary_writer_actor writer(const std::string& name);
 
 private:
   friend remote_node connect(caf::actor_system&, const std::string&, connect_options);

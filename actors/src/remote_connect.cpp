@@ -21,16 +21,19 @@ struct remote_node::impl {
   std::string description;
   node_actor node;
   std::chrono::milliseconds timeout;
-  // queue() and coordinator() may be called by several threads.
+  // queue(), coordinator() and writer() may be called by several threads.
   std::mutex mtx;
   std::map<std::string, queue_actor> endpoints;
   coordinator_actor coordinator;
+  std::map<std::string, summary_writer_actor> writers;
 
   ~impl() {
     for (auto& kv : endpoints)
       caf::anon_send_exit(kv.second, caf::exit_reason::user_shutdown);
     if (coordinator)
       caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+    for (auto& kv : writers)
+      caf::anon_send_exit(kv.second, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -47,27 +50,43 @@ const std::string& remote_node::description() const noexcept {
   return impl_->description;
 }
 
+namespace {
+
+// Asks `node` for what `xs` look up (`what`: "queue 'q'") within `timeout`
+// and spawns its local endpoint with `spawn`. Throws as connect does.
+template <class Handle, class Spawn, class... Ts>
+Handle endpoint_of(caf::actor_system& sys, const node_actor& node,
+                   std::chrono::milliseconds timeout, const std::string& address,
+                   const std::string& what, Spawn spawn, Ts... xs) {
+  caf::scoped_actor self{sys};
+  Handle remote;
+  caf::error err;
+  self->request(node, timeout, xs...)
+      .receive([&](Handle& h) { remote = std::move(h); },
+               [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    throw_op(connect_error(sys, address, err, timeout));
+  if (!remote)
+    throw_op(failed_precondition_error(address + ": " + what +
+                                       " came back as an invalid handle"));
+  auto full = what + " on " + address;
+  auto endpoint = spawn(sys, remote, full);
+  detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(endpoint),
+                            "the endpoint of " + full +
+                                " (its quern::remote_node is still alive)");
+  return endpoint;
+}
+
+} // namespace
+
 queue_actor remote_node::queue(const std::string& name) {
   auto& st = *impl_;
   std::lock_guard<std::mutex> guard{st.mtx};
   if (auto i = st.endpoints.find(name); i != st.endpoints.end())
     return i->second;
-  caf::scoped_actor self{*st.sys};
-  queue_actor remote;
-  caf::error err;
-  self->request(st.node, st.timeout, lookup_queue_atom::value, name)
-      .receive([&](queue_actor& q) { remote = std::move(q); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_op(connect_error(*st.sys, st.address, err, st.timeout));
-  if (!remote)
-    throw_op(failed_precondition_error(st.address + ": queue '" + name +
-                                       "' came back as an invalid handle"));
-  auto endpoint =
-      spawn_queue_endpoint(*st.sys, remote, "queue '" + name + "' on " + st.address);
-  detail::exit_watch::track(*st.sys, caf::actor_cast<caf::actor>(endpoint),
-                            "the endpoint of queue '" + name + "' on " + st.address +
-                                " (its quern::remote_node is still alive)");
+  auto endpoint = endpoint_of<queue_actor>(*st.sys, st.node, st.timeout, st.address,
+                                           "queue '" + name + "'", spawn_queue_endpoint,
+                                           lookup_queue_atom::value, name);
   st.endpoints.emplace(name, endpoint);
   return endpoint;
 }
@@ -75,25 +94,22 @@ queue_actor remote_node::queue(const std::string& name) {
 coordinator_actor remote_node::coordinator() {
   auto& st = *impl_;
   std::lock_guard<std::mutex> guard{st.mtx};
-  if (st.coordinator)
-    return st.coordinator;
-  caf::scoped_actor self{*st.sys};
-  coordinator_actor remote;
-  caf::error err;
-  self->request(st.node, st.timeout, lookup_coordinator_atom::value)
-      .receive([&](coordinator_actor& c) { remote = std::move(c); },
-               [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    throw_op(connect_error(*st.sys, st.address, err, st.timeout));
-  if (!remote)
-    throw_op(failed_precondition_error(
-        st.address + ": the coordinator came back as an invalid handle"));
-  auto what = "the coordinator on " + st.address;
-  auto endpoint = spawn_coordinator_endpoint(*st.sys, remote, what);
-  detail::exit_watch::track(*st.sys, caf::actor_cast<caf::actor>(endpoint),
-                            "the endpoint of " + what +
-                                " (its quern::remote_node is still alive)");
-  st.coordinator = endpoint;
+  if (!st.coordinator)
+    st.coordinator = endpoint_of<coordinator_actor>(
+        *st.sys, st.node, st.timeout, st.address, "the coordinator",
+        spawn_coordinator_endpoint, lookup_coordinator_atom::value);
+  return st.coordinator;
+}
+
+summary_writer_actor remote_node::writer(const std::string& name) {
+  auto& st = *impl_;
+  std::lock_guard<std::mutex> guard{st.mtx};
+  if (auto i = st.writers.find(name); i != st.writers.end())
+    return i->second;
+  auto endpoint = endpoint_of<summary_writer_actor>(
+      *st.sys, st.node, st.timeout, st.address, "summary writer '" + name + "'",
+      spawn_writer_endpoint, lookup_writer_atom::value, name);
+  st.writers.emplace(name, endpoint);
   return endpoint;
 }
 

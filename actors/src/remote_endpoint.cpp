@@ -1,8 +1,10 @@
 // The connecting side of quern/remote.hpp: the local endpoint that stands
-// for a remote queue or coordinator and fails every waiting call when its
-// node is lost.
+// for a remote queue, coordinator or summary writer and fails every waiting
+// call when its node is lost.
 #include "remote_internal.hpp"
 
+#include <cmath>
+#include <iostream>
 #include <unordered_map>
 
 #include <caf/stateful_actor.hpp>
@@ -21,11 +23,16 @@ struct endpoint_state {
   // Requests forwarded and not yet answered: CAF does not fail them when
   // the connection drops, so the endpoint does (on the remote's down_msg).
   std::unordered_map<uint64_t, caf::response_promise> pending;
+  // Set when the remote was lost and the endpoint lingers (a writer's):
+  // every later call fails with it.
+  caf::error lost;
 };
 
 using endpoint_ptr = queue_actor::stateful_pointer<endpoint_state<queue_actor>>;
 using coordinator_endpoint_ptr =
     coordinator_actor::stateful_pointer<endpoint_state<coordinator_actor>>;
+using writer_endpoint_ptr =
+    summary_writer_actor::stateful_pointer<endpoint_state<summary_writer_actor>>;
 
 caf::error unreachable(caf::actor_system& sys, const std::string& what,
                        const caf::error& reason) {
@@ -41,11 +48,23 @@ caf::error unreachable(caf::actor_system& sys, const std::string& what,
 }
 
 // Forwards one request and keeps its promise until the answer comes or the
-// remote actor is lost. No CAF timeout: the remote enforces the caller's
-// own deadline, and node loss is what the endpoint watches for.
+// remote actor is lost (T: void for an empty answer). No CAF timeout: the
+// remote enforces the caller's own deadline, and node loss is what the
+// endpoint watches for. A one-way message without an answer (T void) goes
+// on one-way.
 template <class T, class Self, class... Ts>
 caf::typed_response_promise<T> relay(Self self, Ts... xs) {
   auto rp = self->template make_response_promise<T>();
+  if (self->state.lost) {
+    rp.deliver(self->state.lost);
+    return rp;
+  }
+  if constexpr (std::is_void_v<T>) {
+    if (!is_request(self)) {
+      self->send(self->state.remote, std::move(xs)...);
+      return {};
+    }
+  }
   auto id = self->state.next_id++;
   self->state.pending.emplace(id, static_cast<caf::response_promise&>(rp));
   auto settle = [self, id](auto&& x) {
@@ -56,21 +75,27 @@ caf::typed_response_promise<T> relay(Self self, Ts... xs) {
     self->state.pending.erase(i);
     p.deliver(std::move(x));
   };
-  self->request(self->state.remote, caf::infinite, xs...)
-      .then([settle](T& x) { settle(std::move(x)); },
-            [settle](caf::error& err) { settle(std::move(err)); });
+  auto req = self->request(self->state.remote, caf::infinite, std::move(xs)...);
+  auto fail = [settle](caf::error& err) { settle(std::move(err)); };
+  if constexpr (std::is_void_v<T>)
+    req.then([settle] { settle(caf::unit); }, fail);
+  else
+    req.then([settle](T& x) { settle(std::move(x)); }, fail);
   return rp;
 }
 
 // The endpoint watches its remote actor: on its loss every pending call
 // fails with unavailable and the endpoint ends with that error, so local
-// monitors (readers, writers) see it go.
+// monitors (readers, writers) see it go. One that `lingers` stays instead
+// and fails every later call with that error, which names what was lost
+// (a call to an ended actor would only learn CAF's request_receiver_down);
+// it ends with its remote_node.
 template <class Self, class Handle>
-void watch_remote(Self self, Handle remote, std::string what) {
+void watch_remote(Self self, Handle remote, std::string what, bool lingers = false) {
   self->state.remote = std::move(remote);
   self->state.what = std::move(what);
   self->monitor(self->state.remote);
-  self->set_down_handler([self](caf::down_msg& dm) {
+  self->set_down_handler([self, lingers](caf::down_msg& dm) {
     if (dm.source != self->state.remote.address())
       return;
     auto err = unreachable(self->home_system(), self->state.what, dm.reason);
@@ -78,7 +103,10 @@ void watch_remote(Self self, Handle remote, std::string what) {
     self->state.pending.clear();
     for (auto& kv : pending)
       kv.second.deliver(err);
-    self->quit(err);
+    if (lingers)
+      self->state.lost = err;
+    else
+      self->quit(err);
   });
 }
 
@@ -151,7 +179,52 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
   };
 }
 
+summary_writer_actor::behavior_type writer_endpoint_behavior(writer_endpoint_ptr self,
+                                                             summary_writer_actor remote,
+                                                             std::string what) {
+  // Nothing local monitors it; the summary_writer handle's later calls
+  // learn what was lost.
+  watch_remote(self, std::move(remote), std::move(what), true);
+  return {
+      [self](add_scalars_atom a, std::vector<scalar_event>& batch) -> caf::result<void> {
+        return relay<void>(self, a, std::move(batch));
+      },
+      [self](add_summary_atom a, std::vector<summary_value>& values, int64_t step)
+          -> caf::result<void> { return relay<void>(self, a, std::move(values), step); },
+      [self](add_summary_atom a, std::vector<summary_value>& values, int64_t step,
+             double wall_time) -> caf::result<void> {
+        // A bare double crosses through CAF's packing, which never returns
+        // for an infinity (docs/fuzzing.md): refused here, before it is sent.
+        if (!std::isfinite(wall_time)) {
+          auto err = make_error(error_code::invalid_argument,
+                                "add_summary to " + self->state.what +
+                                    ": the wall time " + std::to_string(wall_time) +
+                                    " is not finite, and cannot cross processes");
+          if (!is_request(self))
+            std::cerr << "quern: " << message_of(err) << "; the summary was dropped\n";
+          return err;
+        }
+        return relay<void>(self, a, std::move(values), step, wall_time);
+      },
+      [self](add_events_atom a, std::vector<summary_event>& events) -> caf::result<void> {
+        return relay<void>(self, a, std::move(events));
+      },
+      [self](writer_flush_atom a) { return relay<writer_status>(self, a); },
+      [self](close_atom a) -> caf::result<void> { return relay<void>(self, a); },
+      [self](writer_reopen_atom a) -> caf::result<void> { return relay<void>(self, a); },
+      [self](writer_status_atom a) { return relay<writer_status>(self, a); },
+      // The writer's own timer message; never meant for a peer.
+      [](writer_tick_atom) {},
+  };
+}
+
 } // namespace
+
+summary_writer_actor spawn_writer_endpoint(caf::actor_system& sys,
+                                           summary_writer_actor remote,
+                                           std::string what) {
+  return sys.spawn(writer_endpoint_behavior, std::move(remote), std::move(what));
+}
 
 queue_actor spawn_queue_endpoint(caf::actor_system& sys, queue_actor remote,
                                  std::string what) {

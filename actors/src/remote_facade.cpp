@@ -1,13 +1,12 @@
-// The serving side of quern/remote.hpp: the node a port publishes, and what
-// a peer holds instead of a queue or coordinator. No answer a peer sees
-// comes from the queue or the coordinator themselves (CAF lets any peer send
-// an untrappable exit_reason::kill to every actor whose address it learns),
-// so a kill reaches at most what was made for that peer.
+// The serving side of quern/remote.hpp: what a peer holds instead of a
+// queue, the coordinator or a summary writer (the node hands them out,
+// remote_node.cpp). No answer a peer sees comes from the exported actors
+// themselves (CAF lets any peer send an untrappable exit_reason::kill to
+// every actor whose address it learns), so a kill reaches at most what was
+// made for that peer.
 #include "remote_internal.hpp"
 
 #include "quern/blocking_queue.hpp" // detail::credit_ledger, detail::rows_of
-
-#include <unistd.h>
 
 #include <deque>
 #include <iostream>
@@ -26,29 +25,6 @@ namespace {
 using client_relay_actor =
     queue_actor::extend<caf::reacts_to<pushed_atom, int32_t, caf::error>,
                         caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
-
-// Exits sent by peers are ignored; an exit from this process ends the actor.
-// (exit_reason::kill ends it whatever this says: CAF does not let it be
-// trapped.)
-template <class Self>
-void ignore_remote_exits(Self self) {
-  self->set_exit_handler([self](caf::exit_msg& msg) {
-    if (msg.source.node() == self->node())
-      self->quit(msg.reason);
-  });
-}
-
-// Asks `dest` and answers the sender with the result as this actor, so the
-// sender never learns `dest`'s address. No timeout: a local queue or
-// coordinator always answers (a finite wait is the queue's own deadline).
-template <class T, class Self, class Dest, class... Ts>
-caf::typed_response_promise<T> ask(Self self, const Dest& dest, Ts&&... xs) {
-  auto rp = self->template make_response_promise<T>();
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-      .then([rp](T& x) mutable { rp.deliver(std::move(x)); },
-            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
-  return rp;
-}
 
 // -- one relay per client actor of a peer ------------------------------------------
 
@@ -334,93 +310,49 @@ coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c
   };
 }
 
-// -- the node ----------------------------------------------------------------------
-
-struct node_state {
-  std::map<std::string, queue_actor> queues;
-  coordinator_actor coordinator;
-  std::string description;
-  std::shared_ptr<facade_set> facades;
-};
-
-using node_ptr = node_actor::stateful_pointer<node_state>;
-
-caf::result<queue_actor> lookup_queue(node_ptr self, const std::string& name) {
-  auto& st = self->state;
-  auto i = st.queues.find(name);
-  if (i != st.queues.end()) {
-    // Not linked to the node: a peer may kill the node (it is published),
-    // and that must not end the other peers' facades.
-    auto f = self->spawn(facade_behavior, i->second);
-    st.facades->add(f.address());
-    return f;
-  }
-  std::string names;
-  for (auto& kv : st.queues)
-    names += (names.empty() ? "'" : ", '") + kv.first + "'";
-  return make_error(error_code::failed_precondition,
-                    "no queue named '" + name + "' is exported (exported: " +
-                        (names.empty() ? std::string("none") : names) + ")");
-}
-
-node_actor::behavior_type node_behavior(node_ptr self,
-                                        std::map<std::string, queue_actor> queues,
-                                        coordinator_actor coordinator,
-                                        std::shared_ptr<facade_set> facades) {
-  self->state.queues = std::move(queues);
-  self->state.coordinator = std::move(coordinator);
-  self->state.description = "quern node pid " + std::to_string(::getpid());
-  self->state.facades = std::move(facades);
+// The summary writer's facade: each add, flush, close, reopen and status
+// goes on as this facade, a request as a request and a one-way add one-way
+// (the writer keeps its error for the next request).
+summary_writer_actor::behavior_type
+writer_facade_behavior(summary_writer_actor::pointer self, summary_writer_actor w) {
+  self->monitor(w);
+  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   ignore_remote_exits(self);
   return {
-      [self](hello_atom, uint32_t peer) -> caf::result<uint32_t, std::string> {
-        if (peer != wire_version)
-          return make_error(error_code::failed_precondition,
-                            "this node speaks quern wire version " +
-                                std::to_string(wire_version) + ", the peer " +
-                                std::to_string(peer));
-        return {wire_version, self->state.description};
+      [=](add_scalars_atom a, std::vector<scalar_event>& batch) -> caf::result<void> {
+        return ask<void>(self, w, a, std::move(batch));
       },
-      [self](lookup_queue_atom, const std::string& name) {
-        return lookup_queue(self, name);
+      [=](add_summary_atom a, std::vector<summary_value>& values, int64_t step)
+          -> caf::result<void> { return ask<void>(self, w, a, std::move(values), step); },
+      [=](add_summary_atom a, std::vector<summary_value>& values, int64_t step,
+          double wall_time) -> caf::result<void> {
+        return ask<void>(self, w, a, std::move(values), step, wall_time);
       },
-      [self](lookup_coordinator_atom) -> caf::result<coordinator_actor> {
-        auto& st = self->state;
-        if (!st.coordinator)
-          return make_error(error_code::failed_precondition,
-                            "no coordinator is exported");
-        auto sender = self->current_sender();
-        auto f = self->spawn(coordinator_facade_behavior, st.coordinator,
-                             sender ? sender->node() : caf::node_id{});
-        st.facades->add(f.address());
-        return f;
+      [=](add_events_atom a, std::vector<summary_event>& events) -> caf::result<void> {
+        return ask<void>(self, w, a, std::move(events));
       },
+      [=](writer_flush_atom a) { return ask<writer_status>(self, w, a); },
+      [=](close_atom a) -> caf::result<void> { return ask<void>(self, w, a); },
+      [=](writer_reopen_atom a) -> caf::result<void> { return ask<void>(self, w, a); },
+      [=](writer_status_atom a) { return ask<writer_status>(self, w, a); },
+      // The writer's own timer message: a peer has no business sending it.
+      [](writer_tick_atom) {},
   };
 }
 
 } // namespace
 
-void facade_set::add(const caf::actor_addr& a) {
-  std::lock_guard<std::mutex> guard{mtx};
-  facades.push_back(a);
+queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q) {
+  return sys.spawn(facade_behavior, std::move(q));
 }
 
-void facade_set::end_all() {
-  std::vector<caf::actor_addr> xs;
-  {
-    std::lock_guard<std::mutex> guard{mtx};
-    xs.swap(facades);
-  }
-  for (auto& a : xs)
-    if (auto f = caf::actor_cast<caf::actor>(a))
-      caf::anon_send_exit(f, caf::exit_reason::user_shutdown);
+coordinator_actor spawn_coordinator_facade(caf::actor_system& sys, coordinator_actor c,
+                                           caf::node_id peer) {
+  return sys.spawn(coordinator_facade_behavior, std::move(c), std::move(peer));
 }
 
-node_actor spawn_node(caf::actor_system& sys, std::map<std::string, queue_actor> queues,
-                      coordinator_actor coordinator,
-                      std::shared_ptr<facade_set> facades) {
-  return sys.spawn(node_behavior, std::move(queues), std::move(coordinator),
-                   std::move(facades));
+summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w) {
+  return sys.spawn(writer_facade_behavior, std::move(w));
 }
 
 } // namespace quern::remote_detail

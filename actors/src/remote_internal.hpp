@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <caf/actor_addr.hpp>
@@ -15,6 +16,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/error.hpp>
 #include <caf/io/middleman_actor.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/response_promise.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "quern/error.hpp"
 #include "quern/remote.hpp"
@@ -56,7 +60,58 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
 /// TLS, the plain middleman's otherwise.
 caf::io::middleman_actor transport(caf::actor_system& sys);
 
-// -- the serving side (remote_facade.cpp) ---------------------------------------------
+// -- the serving side (remote_node.cpp, remote_facade.cpp) ---------------------------
+
+/// Exits sent by peers are ignored; an exit from this process ends the actor.
+/// (exit_reason::kill ends it whatever this says: CAF does not let it be
+/// trapped.)
+template <class Self>
+void ignore_remote_exits(Self self) {
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (msg.source.node() == self->node())
+      self->quit(msg.reason);
+  });
+}
+
+/// Whether the message `self` is handling wants an answer. A message sent
+/// one-way goes on one-way: a summary writer keeps the error of a one-way
+/// add for the next request, which an answer to a go-between would lose.
+template <class Self>
+bool is_request(Self self) {
+  auto* e = self->current_mailbox_element();
+  return e != nullptr && e->mid.is_request();
+}
+
+/// Asks `dest` and answers the sender with the result as this actor, so the
+/// sender never learns `dest`'s address (T: void for an empty answer). No
+/// timeout: a local queue, coordinator or writer always answers (a finite
+/// wait is the queue's own deadline). A one-way message without an answer
+/// (T void) is sent on one-way.
+template <class T, class Self, class Dest, class... Ts>
+caf::typed_response_promise<T> ask(Self self, const Dest& dest, Ts&&... xs) {
+  if constexpr (std::is_void_v<T>) {
+    if (!is_request(self)) {
+      self->send(dest, std::forward<Ts>(xs)...);
+      return {};
+    }
+  }
+  auto rp = self->template make_response_promise<T>();
+  caf::response_promise p = rp;
+  auto fail = [p](caf::error& err) mutable { p.deliver(std::move(err)); };
+  auto req = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  if constexpr (std::is_void_v<T>)
+    req.then([p]() mutable { p.deliver(caf::unit); }, fail);
+  else
+    req.then([p](T& x) mutable { p.deliver(std::move(x)); }, fail);
+  return rp;
+}
+
+/// What a node exports (serve_options without the address).
+struct exports {
+  std::map<std::string, queue_actor> queues;
+  coordinator_actor coordinator;
+  std::map<std::string, summary_writer_actor> writers;
+};
 
 /// The facades a node handed out, so that server::stop ends them: they are
 /// not linked to the node, which a peer may kill.
@@ -68,8 +123,20 @@ struct facade_set {
   void end_all();
 };
 
-node_actor spawn_node(caf::actor_system& sys, std::map<std::string, queue_actor> queues,
-                      coordinator_actor coordinator, std::shared_ptr<facade_set> facades);
+node_actor spawn_node(caf::actor_system& sys, exports what,
+                      std::shared_ptr<facade_set> facades);
+
+/// What a peer holds instead of the queue `q`: one per lookup
+/// (remote_facade.cpp).
+queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q);
+
+/// What a peer on `peer` holds instead of the coordinator `c`: the errors it
+/// reports and the actors it registers are placed at its address.
+coordinator_actor spawn_coordinator_facade(caf::actor_system& sys, coordinator_actor c,
+                                           caf::node_id peer);
+
+/// What a peer holds instead of the summary writer `w`.
+summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w);
 
 // -- the connecting side (remote_endpoint.cpp) ----------------------------------------
 
@@ -81,5 +148,9 @@ queue_actor spawn_queue_endpoint(caf::actor_system& sys, queue_actor remote,
 /// The same for a remote coordinator.
 coordinator_actor spawn_coordinator_endpoint(caf::actor_system& sys,
                                              coordinator_actor remote, std::string what);
+
+/// The same for a remote summary writer.
+summary_writer_actor spawn_writer_endpoint(caf::actor_system& sys,
+                                           summary_writer_actor remote, std::string what);
 
 } // namespace quern::remote_detail

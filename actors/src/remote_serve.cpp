@@ -20,7 +20,7 @@ struct server::impl {
   caf::actor_system* sys;
   node_actor node;
   std::shared_ptr<facade_set> facades;
-  std::vector<caf::actor_id> queues;
+  std::vector<caf::actor_id> exported; // queues, coordinator, writers
   std::string host;
   uint16_t port = 0;
   bool stopped = false;
@@ -92,7 +92,7 @@ void server::stop() {
   // the coordinator, which sends stop to remote runners itself. Out of it,
   // an exported actor's lifetime is again that of its handles in this
   // process, and the process exits without waiting for it.
-  for (auto id : impl_->queues)
+  for (auto id : impl_->exported)
     impl_->sys->registry().erase(id);
 }
 
@@ -114,14 +114,18 @@ void check_serve_options(caf::actor_system& sys, const serve_options& opts) {
         "' without TLS: only loopback addresses (127.0.0.1, ::1, localhost) may serve "
         "without TLS (quern::enable_tls: certificate, key and CA file); anyone who "
         "reaches the port could use the exported queues");
-  for (auto& kv : opts.queues) {
-    if (kv.first.empty())
-      throw invalid_argument_error(
-          "quern::serve: a queue is exported under an empty name");
-    if (!kv.second)
-      throw invalid_argument_error("quern::serve: queue '" + kv.first +
-                                   "' is an invalid handle");
-  }
+  auto check = [](const auto& exported, const std::string& kind) {
+    for (auto& kv : exported) {
+      if (kv.first.empty())
+        throw invalid_argument_error("quern::serve: a " + kind +
+                                     " is exported under an empty name");
+      if (!kv.second)
+        throw invalid_argument_error("quern::serve: " + kind + " '" + kv.first +
+                                     "' is an invalid handle");
+    }
+  };
+  check(opts.queues, "queue");
+  check(opts.writers, "summary writer");
 }
 
 } // namespace
@@ -133,9 +137,12 @@ server serve(caf::actor_system& sys, serve_options opts) {
     ids.push_back(kv.second->id());
   if (opts.coordinator)
     ids.push_back(opts.coordinator->id());
+  for (auto& kv : opts.writers)
+    ids.push_back(kv.second->id());
   auto facades = std::make_shared<facade_set>();
-  auto node =
-      spawn_node(sys, std::move(opts.queues), std::move(opts.coordinator), facades);
+  auto node = spawn_node(
+      sys, {std::move(opts.queues), std::move(opts.coordinator), std::move(opts.writers)},
+      facades);
   auto port = uses_tls(sys) ? caf::openssl::publish(node, opts.port, opts.host.c_str(),
                                                     opts.reuse_address)
                             : sys.middleman().publish(node, opts.port, opts.host.c_str(),
@@ -151,7 +158,7 @@ server serve(caf::actor_system& sys, serve_options opts) {
   p->facades = std::move(facades);
   p->host = opts.host;
   p->port = *port;
-  p->queues = std::move(ids);
+  p->exported = std::move(ids);
   server s{std::move(p)};
   detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(node),
                             "quern node serving on " + s.address() +

@@ -23,6 +23,11 @@
 //   anon-connect  CAF's openssl module without certificates (anonymous TLS,
 //            which quern never uses) connects through CAF directly and
 //            prints CAF's answer; exit 16 when refused
+//   log      feeds the host's summary writer 'train' (host --node.logdir):
+//            --node.count scalars 'worker<id>/v' at steps 0.. (value
+//            log_value(step): finite, inf, -inf, NaN in turn), then flush();
+//            with --node.start-file it then writes "ready" to --node.out,
+//            waits for that file, and logs and flushes one more
 //   rogue    connects through CAF directly, asks the facade of 'rows' for
 //            answers (size, spec, a push of --node.id), then sends
 //            exit_reason::kill to the node, the facade and every sender of
@@ -40,6 +45,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -54,6 +61,9 @@
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
 #include <quern/remote.hpp>
+#include <quern/summary/summary_writer.hpp>
+
+#include "log_values.hpp"
 
 namespace {
 
@@ -73,6 +83,7 @@ struct node_config : quern::remote_config {
   std::string start_file;
   bool close_after = false;
   int64_t fail_after = -1;
+  std::string logdir;
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
@@ -93,7 +104,9 @@ struct node_config : quern::remote_config {
         .add(start_file, "start-file", "produce: wait for this file once connected")
         .add(close_after, "close-after", "produce: close the queue when done")
         .add(fail_after, "fail-after",
-             "feed-until-stop: the runner's op throws after this many rows");
+             "feed-until-stop: the runner's op throws after this many rows")
+        .add(logdir, "logdir",
+             "host: export a summary writer 'train' of this log directory");
   }
 };
 
@@ -117,7 +130,13 @@ int host(quern::actor_system& sys, node_config& cfg) {
   auto q = quern::spawn_fifo_queue(sys, cfg.capacity, {quern::dtype::int64},
                                    {quern::tensor_shape{}}, "rows");
   auto coord = quern::spawn_coordinator(sys);
-  auto srv = quern::serve(sys, {cfg.listen, 0, false, {{"rows", q}}, coord});
+  std::optional<quern::summary_writer> writer;
+  std::map<std::string, quern::summary_writer_actor> writers;
+  if (!cfg.logdir.empty()) {
+    writer.emplace(sys, cfg.logdir);
+    writers.emplace("train", writer->actor());
+  }
+  auto srv = quern::serve(sys, {cfg.listen, 0, false, {{"rows", q}}, coord, writers});
   // Written whole, then renamed: the test never reads half a port.
   auto tmp = cfg.port_file + ".tmp";
   {
@@ -134,15 +153,19 @@ int host(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+void append_line(const std::string& path, const std::string& line) {
+  auto fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + path);
+  write_all(fd, line + "\n");
+  ::close(fd);
+}
+
 // --node.start-file: "ready" in --node.out, then wait (bounded) for the file.
 void wait_for_start(node_config& cfg) {
   if (cfg.start_file.empty())
     return;
-  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot open " + cfg.out);
-  write_all(fd, "ready\n");
-  ::close(fd);
+  append_line(cfg.out, "ready");
   auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
   while (::access(cfg.start_file.c_str(), F_OK) != 0) {
     if (std::chrono::steady_clock::now() >= until)
@@ -384,6 +407,21 @@ int rogue(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int log_scalars(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  quern::summary_writer w{sys, node.writer("train")};
+  auto tag = "worker" + std::to_string(cfg.id) + "/v";
+  for (int64_t step = 0; step < cfg.count; ++step)
+    w.scalar(tag, quern::test::log_value(step), step);
+  w.flush();
+  if (cfg.start_file.empty())
+    return 0;
+  wait_for_start(cfg);
+  w.scalar(tag, 1.0, cfg.count);
+  w.flush();
+  return 0;
+}
+
 // Runs --node.role in `sys`.
 int run(quern::actor_system& sys, node_config& cfg) {
   if (cfg.role == "host")
@@ -404,6 +442,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return anon_connect(sys, cfg);
   if (cfg.role == "rogue")
     return rogue(sys, cfg);
+  if (cfg.role == "log")
+    return log_scalars(sys, cfg);
   std::cerr << "quern_test_distributed_node: unknown --node.role '" << cfg.role << "'\n";
   return 2;
 }

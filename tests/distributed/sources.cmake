@@ -1,13 +1,15 @@
 # quern across processes (docs/distributed.md): a helper program that plays
-# host, producer, consumer or closer, and a suite that starts it as real
-# processes on 127.0.0.1. Label `distributed` (ctest -L distributed).
+# host, producer, consumer, closer or summary-writer feeder, and a suite that
+# starts it as real processes on 127.0.0.1. Label `distributed` (ctest -L distributed).
 add_executable(quern_test_distributed_node ${CMAKE_CURRENT_LIST_DIR}/node.cpp)
 # CAF::openssl: the anonymous TLS client of the TLS tests uses CAF directly.
-target_link_libraries(quern_test_distributed_node PRIVATE quern::actors CAF::openssl quern_warnings)
+target_link_libraries(quern_test_distributed_node PRIVATE quern::actors quern::logging CAF::openssl
+                      quern_warnings)
 
 quern_add_test_suite(quern_test_distributed
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp
-  LIBS quern::actors)
+          ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
+  LIBS quern::actors quern::logging)
 target_compile_definitions(quern_test_distributed PRIVATE
   QUERN_TEST_NODE_BINARY="$<TARGET_FILE:quern_test_distributed_node>")
 add_dependencies(quern_test_distributed quern_test_distributed_node)

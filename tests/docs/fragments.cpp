@@ -124,7 +124,9 @@ quern::remote_config cfg;   // quern::config + CAF's middleman with quern's sett
 quern::actor_system sys{cfg};
 auto q = quern::spawn_fifo_queue(sys, 1000, {quern::dtype::float32}, {quern::tensor_shape{3}});
 auto coord = quern::spawn_coordinator(sys);  // optional: export it too
-auto srv = quern::serve(sys, {"127.0.0.1", 7000, false, {{"examples", q}}, coord});
+quern::summary_writer chief{sys, "runs/chief"};  // and a summary writer
+auto srv = quern::serve(sys, {"127.0.0.1", 7000, false, {{"examples", q}}, coord,
+                              {{"train", chief.actor()}}});
 // ... srv.stop() or ~server ends the service (destroy it before sys)
 // docs-snippet-end
 }
@@ -137,6 +139,8 @@ quern::actor_system sys{cfg};
 auto node = quern::connect(sys, "127.0.0.1:7000");      // deadline 5 s by default
 quern::queue_writer writer{sys, node.queue("examples")}; // a queue_actor like any other
 quern::coordinator coord{sys, node.coordinator()};       // the host's coordinator
+quern::summary_writer scalars{sys, node.writer("train")}; // into the host's run
+scalars.scalar("worker1/loss", 0.25, 10);
 // docs-snippet-end
 }
 
