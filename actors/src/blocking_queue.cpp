@@ -156,10 +156,19 @@ pull_stream::~pull_stream() {
     await_one();
   if (queue_down)
     return;
+  auto told = confirmed_ != handed_ || !items_.empty();
   confirm(); // before the give-back: what remains was not taken
-  if (items_.empty())
-    return;
-  self->send(queue, give_back_atom::value, rows_of(items_, shape_.as_rows));
+  if (!items_.empty())
+    self->send(queue, give_back_atom::value, rows_of(items_, shape_.as_rows));
+  // Across processes the queue's side learns of this reader's end (its
+  // down) straight from this process's middleman, which can overtake the
+  // confirmation and the give-back on their way through the endpoint: it
+  // would then give back rows this reader took, to be handed out twice. One
+  // answered request the same way makes sure they arrived first (a local
+  // queue answers at once; a lost node fails it).
+  if (told)
+    self->request(queue, std::chrono::seconds{10}, size_atom::value)
+        .receive([](int32_t) {}, [](caf::error&) {});
 }
 
 void pull_stream::grant() {
