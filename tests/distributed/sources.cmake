@@ -37,3 +37,14 @@ if(TARGET quern_example_distributed)
   set_tests_properties(distributed.example PROPERTIES LABELS distributed TIMEOUT 300
     ENVIRONMENT "${quern_distributed_env}")
 endif()
+
+# The flagship over processes (examples/distributed/csv_pipeline_distributed.cpp):
+# a host, a trainer and 2 reader processes; it exits non-zero unless every
+# process ended well and the trainer trained on every example of a full batch.
+if(TARGET quern_example_csv_pipeline_distributed)
+  add_test(NAME distributed.flagship
+    COMMAND quern_example_csv_pipeline_distributed --files=2 --rows=500 --epochs=3
+            --logdir=${CMAKE_CURRENT_BINARY_DIR}/flagship_run)
+  set_tests_properties(distributed.flagship PROPERTIES LABELS distributed TIMEOUT 300
+    ENVIRONMENT "${quern_distributed_env}")
+endif()

@@ -1,0 +1,458 @@
+// The flagship pipeline (examples/reading/csv_pipeline.cpp) split over
+// processes on one machine, as TensorFlow 1.x users split it over a
+// parameter server and workers (docs/distributed.md):
+//
+//   host     owns the queues: 'filenames' (string_input_producer, num_epochs)
+//            and 'examples' (a RandomShuffleQueue), and 'done', where the
+//            others leave a token when they finish (TF's done-queue idiom);
+//            it writes the CSV files, and closes 'examples' once every
+//            reader left its token
+//   trainer  owns the coordinator and the summary writer, and serves both;
+//            trains by SGD on batches of 'examples' until they run out:
+//            "Done training -- epoch limit reached"
+//   reader   (--readers of them) text_line_reader + decode_csv on the files
+//            named by 'filenames', batches pushed into 'examples'; its queue
+//            runner registers with the trainer's coordinator, and it logs
+//            how many examples it read into the trainer's run
+//
+//   csv_pipeline_distributed                     (--role=all, the default)
+//       this process is the host and starts the trainer and the readers as
+//       processes of this same program, on 127.0.0.1 with ports the
+//       operating system chooses; exit status 0 when every process ended
+//       well and the trainer trained on every example that made a batch.
+//
+//   csv_pipeline_distributed --role=host --listen=127.0.0.1:7000
+//   csv_pipeline_distributed --role=trainer --host=127.0.0.1:7000 --listen=127.0.0.1:7001
+//   csv_pipeline_distributed --role=reader --host=127.0.0.1:7000 --trainer=127.0.0.1:7001
+//   --id=1 csv_pipeline_distributed --role=reader --host=127.0.0.1:7000
+//   --trainer=127.0.0.1:7001 --id=2
+//       the same, one process per terminal.
+//
+// A process that loses another (its connection drops, or the peer is
+// silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
+// any other error ends it with status 1, a bad command line with 2.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <quern/blocking_queue.hpp>
+#include <quern/coordinator.hpp>
+#include <quern/input/batching.hpp>
+#include <quern/input/csv_source.hpp>
+#include <quern/input/producers.hpp>
+#include <quern/pipeline.hpp>
+#include <quern/queue.hpp>
+#include <quern/queue_runner.hpp>
+#include <quern/remote.hpp>
+#include <quern/summary/summary_writer.hpp>
+
+#include "../reading/csv_data.hpp"
+#include "command_line.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace po = boost::program_options;
+using namespace quern;
+
+struct settings {
+  std::string role = "all";
+  std::string listen = "127.0.0.1:0";
+  std::string host;
+  std::string trainer;
+  int id = 1;
+  int files = 4;
+  int64_t rows = 1000;
+  int64_t epochs = 5;
+  int32_t batch_size = 32;
+  int readers = 2;
+  int32_t min_after_dequeue = 200;
+  double learning_rate = 0.1;
+  int64_t seed = 1;
+  std::string logdir = "runs/csv_pipeline_distributed";
+  std::string address_file; // where a server writes its address (--role=all)
+  int64_t expect = 0;       // trainer: examples it must see (0: not checked)
+};
+
+const std::vector<tensor> record_defaults{tensor::vector<float>({0.0f}),
+                                          tensor::vector<float>({0.0f}),
+                                          tensor::vector<float>({0.0f})};
+
+// `host:port` written whole, then renamed: a reader never sees half of it.
+void write_address(const std::string& path, const std::string& address) {
+  if (path.empty())
+    return;
+  {
+    std::ofstream out{path + ".tmp"};
+    out << address << "\n";
+    if (!out)
+      throw std::runtime_error("cannot write " + path + ".tmp");
+  }
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+server serve_on(actor_system& sys, const std::string& listen, serve_options opts) {
+  // Port 0 (the system chooses) is a port for serve, not for connect, which
+  // parse_address checks for.
+  auto colon = listen.rfind(':');
+  bool any_port = colon != std::string::npos && listen.substr(colon + 1) == "0";
+  auto [host, port] =
+      detail::parse_address(any_port ? listen.substr(0, colon) + ":1" : listen);
+  opts.host = host;
+  opts.port = any_port ? 0 : port;
+  return serve(sys, std::move(opts));
+}
+
+// -- the trainer --------------------------------------------------------------------
+
+int trainer(actor_system& sys, const settings& s) {
+  auto host = connect(sys, s.host);
+  coordinator coord{sys}; // owned: its end ends the coordinator actor
+  summary_writer writer{sys, s.logdir};
+  auto srv = serve_on(sys, s.listen,
+                      {{}, 0, false, {}, coord.actor(), {{"train", writer.actor()}}});
+  std::cout << "trainer: serving the coordinator and summary writer 'train' on "
+            << srv.address() << std::endl;
+  write_address(s.address_file, srv.address());
+  batch_reader in{sys, host.queue("examples"), s.batch_size, batch_cut::dequeue_many};
+  double w1 = 0, w2 = 0, b = 0, loss = 0;
+  int64_t step = 0;
+  try {
+    while (!coord.should_stop()) {
+      auto batch = in.try_pull();
+      if (!batch)
+        throw out_of_range_error("the examples ran out");
+      auto x1 = (*batch)[0].values<float>();
+      auto x2 = (*batch)[1].values<float>();
+      auto y = (*batch)[2].values<float>();
+      auto n = static_cast<double>(y.size());
+      double g1 = 0, g2 = 0, gb = 0;
+      loss = 0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        double err = w1 * x1[i] + w2 * x2[i] + b - y[i];
+        loss += err * err;
+        g1 += err * x1[i];
+        g2 += err * x2[i];
+        gb += err;
+      }
+      loss /= n;
+      w1 -= s.learning_rate * 2 * g1 / n;
+      w2 -= s.learning_rate * 2 * g2 / n;
+      b -= s.learning_rate * 2 * gb / n;
+      writer.scalar("loss", loss, step);
+      if (step % 100 == 0)
+        std::cout << "trainer: step " << std::setw(5) << step << "  loss " << loss
+                  << std::endl;
+      ++step;
+    }
+  } catch (const out_of_range_error&) {
+    std::cout << "Done training -- epoch limit reached" << std::endl;
+  } catch (const std::exception& e) {
+    coord.request_stop(e);
+  }
+  coord.request_stop();
+  coord.join(); // the readers' runners, in their processes; rethrows their error
+  writer.scalar("weights/w1", w1, step);
+  writer.scalar("weights/w2", w2, step);
+  writer.scalar("weights/b", b, step);
+  writer.close();
+  blocking_queue{sys, host.queue("done")}.enqueue(element{tensor::scalar("trainer")});
+  auto trained = step * s.batch_size;
+  std::cout << std::fixed << std::setprecision(3) << "trainer: trained " << step
+            << " steps of " << s.batch_size << ", last loss " << loss
+            << "; learned w1 = " << w1 << ", w2 = " << w2 << ", b = " << b
+            << "   (true: 3, -2, 1)\nscalars of every process logged to " << s.logdir
+            << std::endl;
+  if (s.expect > 0 && trained != s.expect - s.expect % s.batch_size) {
+    std::cerr << "trainer: trained on " << trained << " examples, expected "
+              << s.expect - s.expect % s.batch_size << " (" << s.expect
+              << " made, the last partial batch left)\n";
+    return 1;
+  }
+  return 0;
+}
+
+// -- a reader -------------------------------------------------------------------------
+
+int reader(actor_system& sys, const settings& s) {
+  auto host = connect(sys, s.host);
+  auto chief = connect(sys, s.trainer);
+  auto name = "reader-" + std::to_string(s.id);
+  summary_writer writer{sys, chief.writer("train")};
+  csv_source_options ro;
+  ro.skip_header_lines = 1;
+  ro.read_batch = s.batch_size;
+  auto source = csv_source(sys, host.queue("filenames"), record_defaults, ro);
+  // Each batch read is counted, and the count logged into the trainer's run.
+  auto read = std::make_shared<std::atomic<int64_t>>(0);
+  auto batches = std::make_shared<std::atomic<int64_t>>(0);
+  example_fn counted = [fn = source.function(), read, batches, &writer, name] {
+    auto batch = fn();
+    auto total = *read += batch[0].dim0();
+    writer.scalar(name + "/examples_read", static_cast<double>(total), (*batches)++);
+    return batch;
+  };
+  auto examples = host.queue("examples");
+  auto op = direct_batch_op(sys, examples, counted, {}, 4 * size_t(s.batch_size), name);
+  queue_runner_options qo;
+  qo.name = name;
+  qo.close_op = std::nullopt; // the host closes 'examples' when every reader is done
+  queue_runner runner{examples, {op}, qo};
+  coordinator coord{sys, chief.coordinator()};
+  auto threads = runner.start(sys, coord.actor());
+  std::cout << name << ": reading, registered with the trainer's coordinator"
+            << std::endl;
+  coord.join(threads);
+  writer.flush();
+  blocking_queue{sys, host.queue("done")}.enqueue(element{tensor::scalar(name)});
+  std::cout << name << ": read " << read->load() << " examples" << std::endl;
+  return 0;
+}
+
+// -- the host ---------------------------------------------------------------------------
+
+struct host_node {
+  explicit host_node(actor_system& sys) : pipe(sys) {}
+  pipeline pipe;
+  queue_actor examples;
+  queue_actor done;
+  std::optional<server> srv;
+};
+
+std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
+  std::filesystem::create_directories(s.logdir + "/data");
+  auto paths = examples::write_csv_files(s.logdir + "/data", s.files, s.rows,
+                                         static_cast<uint64_t>(s.seed == 0 ? 1 : s.seed));
+  std::cout << "host: wrote " << s.files << " CSV files of " << s.rows << " rows to "
+            << s.logdir << "/data" << std::endl;
+  auto capacity = int64_t{s.min_after_dequeue} + (int64_t{s.readers} + 2) * s.batch_size;
+  if (capacity > std::numeric_limits<int32_t>::max())
+    throw invalid_argument_error("--min-after-dequeue + (--readers + 2) * --batch-size "
+                                 "must be at most 2147483647");
+  auto h = std::make_unique<host_node>(sys);
+  auto& pipe = h->pipe;
+  producer_options po;
+  po.num_epochs = s.epochs;
+  po.seed = s.seed;
+  auto filenames = string_input_producer(pipe, paths, po);
+  h->examples =
+      spawn_random_shuffle_queue(sys, static_cast<int32_t>(capacity), s.min_after_dequeue,
+                                 {dtype::float32, dtype::float32, dtype::float32},
+                                 {{}, {}, {}}, s.seed, 0, "examples");
+  h->done = spawn_fifo_queue(sys, s.readers + 1, {dtype::string}, {{}}, "done");
+  h->srv = serve_on(
+      sys, s.listen,
+      {{},
+       0,
+       false,
+       {{"filenames", filenames}, {"examples", h->examples}, {"done", h->done}}});
+  // The filename producer stops by itself after --epochs; a local
+  // coordinator (none of the others' errors concern it).
+  pipe.start_queue_runners();
+  std::cout << "host: serving 'filenames', 'examples' and 'done' on " << h->srv->address()
+            << std::endl;
+  return h;
+}
+
+// Waits for a token of every reader, closes 'examples', then waits for the
+// trainer's. Throws cancelled_error when 'done' is closed first.
+void await_tokens(actor_system& sys, host_node& h, int readers) {
+  blocking_queue done{sys, h.done};
+  for (int i = 0; i < readers; ++i) {
+    auto who = done.dequeue()[0].values<std::string>()[0];
+    std::cout << "host: " << who << " is done" << std::endl;
+  }
+  blocking_queue{sys, h.examples}.close();
+  std::cout << "host: every reader is done; 'examples' closed" << std::endl;
+  done.dequeue();
+  std::cout << "host: the trainer is done" << std::endl;
+}
+
+int host(actor_system& sys, const settings& s) {
+  auto h = start_host(sys, s);
+  std::cout << "host: waiting for " << s.readers << " readers and the trainer (Ctrl-C "
+            << "ends it)" << std::endl;
+  await_tokens(sys, *h, s.readers);
+  return 0;
+}
+
+// -- --role=all
+// ---------------------------------------------------------------------------
+
+pid_t start_process(std::vector<std::string> args) {
+  const char* self = "/proc/self/exe";
+  args.insert(args.begin(), "csv_pipeline_distributed");
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start a process of this program");
+  return pid;
+}
+
+// The address a child server wrote to `path`, waiting at most a minute while
+// the child lives.
+std::string await_address(const std::string& path, pid_t child, const char* who) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{1};
+  while (std::chrono::steady_clock::now() < until) {
+    if (std::ifstream in{path}; in) {
+      std::string address;
+      if (in >> address)
+        return address;
+    }
+    if (::waitpid(child, nullptr, WNOHANG) == child)
+      throw std::runtime_error(std::string("the ") + who + " ended before it served");
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  throw deadline_exceeded_error(std::string("the ") + who +
+                                " did not serve within a minute");
+}
+
+int all(actor_system& sys, settings s) {
+  auto h = start_host(sys, s);
+  auto common = std::vector<std::string>{
+      "--host=" + h->srv->address(), "--batch-size=" + std::to_string(s.batch_size),
+      "--logdir=" + s.logdir, "--learning-rate=" + std::to_string(s.learning_rate)};
+  auto address_file = s.logdir + "/trainer.address";
+  std::filesystem::remove(address_file);
+  auto args = common;
+  args.insert(args.end(), {"--role=trainer", "--address-file=" + address_file,
+                           "--expect=" + std::to_string(s.files * s.rows * s.epochs)});
+  std::map<pid_t, std::string> children;
+  children[start_process(args)] = "trainer";
+  auto trainer_address = await_address(address_file, children.begin()->first, "trainer");
+  for (int r = 1; r <= s.readers; ++r) {
+    args = common;
+    args.insert(args.end(), {"--role=reader", "--trainer=" + trainer_address,
+                             "--id=" + std::to_string(r)});
+    children[start_process(args)] = "reader-" + std::to_string(r);
+  }
+  // The host's part runs beside the children; a child that fails ends the
+  // others and closes 'done', which ends the wait for tokens.
+  std::thread tokens{[&] {
+    try {
+      await_tokens(sys, *h, s.readers);
+    } catch (const op_error& e) {
+      std::cerr << "host: " << error_code_name(e.code()) << ": " << e.what() << "\n";
+    }
+  }};
+  int status = 0;
+  while (!children.empty()) {
+    int st = 0;
+    auto pid = ::waitpid(-1, &st, 0);
+    if (pid < 0)
+      break;
+    auto who = children[pid];
+    children.erase(pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      continue;
+    std::cerr << "host: the " << who << " process failed (status "
+              << (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st))
+              << "); ending the others\n";
+    status = 1;
+    for (auto& [other, name] : children)
+      ::kill(other, SIGTERM);
+    blocking_queue{sys, h->done}.close(true);
+  }
+  tokens.join();
+  std::cout << (status == 0 ? "host: every process ended well" : "host: failed")
+            << std::endl;
+  return status;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  settings s;
+  po::options_description desc{
+      "csv_pipeline_distributed: the flagship pipeline over processes on 127.0.0.1 "
+      "(host: queues; readers: CSV -> decode_csv -> shuffle queue; trainer: SGD, the "
+      "coordinator and the summary writer)\nOptions"};
+  desc.add_options()("help,h", "show this help")(
+      "role", po::value(&s.role)->default_value(s.role),
+      "all (the host here, the others started from it), host, trainer or reader")(
+      "listen", po::value(&s.listen)->default_value(s.listen),
+      "host, trainer: the address to serve on (port 0: the system chooses)")(
+      "host", po::value(&s.host), "trainer, reader: the host's address")(
+      "trainer", po::value(&s.trainer), "reader: the trainer's address")(
+      "id", po::value(&s.id)->default_value(s.id),
+      "reader: its number")("files", po::value(&s.files)->default_value(s.files),
+                            "CSV files to write and read")(
+      "rows", po::value(&s.rows)->default_value(s.rows),
+      "rows per file")("epochs", po::value(&s.epochs)->default_value(s.epochs),
+                       "num_epochs of string_input_producer")(
+      "batch-size", po::value(&s.batch_size)->default_value(s.batch_size),
+      "examples per read and per training step")(
+      "readers", po::value(&s.readers)->default_value(s.readers), "reader processes")(
+      "min-after-dequeue",
+      po::value(&s.min_after_dequeue)->default_value(s.min_after_dequeue),
+      "shuffle buffer of the RandomShuffleQueue")(
+      "learning-rate",
+      po::value(&s.learning_rate)
+          ->default_value(s.learning_rate, quern::cli::shown(s.learning_rate)),
+      "SGD step size")("logdir", po::value(&s.logdir)->default_value(s.logdir),
+                       "run directory: CSV files in <logdir>/data, the event file here")(
+      "seed", po::value(&s.seed)->default_value(s.seed),
+      "seed of the data, the file order and the shuffle queue")(
+      "address-file", po::value(&s.address_file),
+      "trainer: write the address it serves on here (used by --role=all)")(
+      "expect", po::value(&s.expect)->default_value(s.expect),
+      "trainer: examples made, checked against those trained (0: no check)");
+  po::variables_map vm;
+  if (auto status =
+          quern::cli::parse_options("csv_pipeline_distributed", argc, argv, desc, vm))
+    return *status;
+  auto bad = [](const std::string& why) {
+    std::cerr << "csv_pipeline_distributed: " << why << "\n";
+    return 2;
+  };
+  if (s.files <= 0 || s.rows <= 0 || s.epochs <= 0 || s.batch_size <= 0 ||
+      s.readers <= 0 || s.min_after_dequeue < 0 || !(s.learning_rate > 0))
+    return bad("--files, --rows, --epochs, --batch-size, --readers and --learning-rate "
+               "must be positive, --min-after-dequeue non-negative");
+  if (s.logdir.empty())
+    return bad("--logdir must not be empty");
+  if ((s.role == "trainer" || s.role == "reader") && s.host.empty())
+    return bad("--role=" + s.role + " needs --host=host:port");
+  if (s.role == "reader" && s.trainer.empty())
+    return bad("--role=reader needs --trainer=host:port");
+  if (s.role != "all" && s.role != "host" && s.role != "trainer" && s.role != "reader")
+    return bad("unknown --role '" + s.role + "' (all, host, trainer or reader)");
+  remote_config cfg; // CAF's middleman with quern's settings
+  try {
+    actor_system sys{cfg};
+    if (s.role == "all")
+      return all(sys, s);
+    if (s.role == "host")
+      return host(sys, s);
+    if (s.role == "trainer")
+      return trainer(sys, s);
+    return reader(sys, s);
+  } catch (const op_error& e) {
+    std::cerr << "csv_pipeline_distributed (" << s.role
+              << "): " << error_code_name(e.code()) << ": " << e.what() << "\n";
+    return e.code() == error_code::unavailable ? 14 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "csv_pipeline_distributed (" << s.role << "): " << e.what() << "\n";
+    return 1;
+  }
+}
