@@ -271,8 +271,11 @@ remote_node connect(caf::actor_system& sys, const std::string& address,
 
 namespace detail {
 
-/// `host:port` split; throws invalid_argument_error naming `address`.
-std::pair<std::string, uint16_t> parse_address(const std::string& address);
+/// `host:port` split; throws invalid_argument_error naming `address`. An
+/// address `to_listen` on (serve_options' host and port) may have port 0:
+/// the system chooses.
+std::pair<std::string, uint16_t> parse_address(const std::string& address,
+                                               bool to_listen = false);
 
 /// Whether `host` is a loopback address or name.
 bool is_loopback(const std::string& host);

@@ -38,7 +38,9 @@ remote_config::remote_config(const tls_options& tls) {
 
 namespace detail {
 
-std::pair<std::string, uint16_t> parse_address(const std::string& address) {
+std::pair<std::string, uint16_t> parse_address(const std::string& address,
+                                               bool to_listen) {
+  auto range = to_listen ? "from 0 (the system chooses) to 65535" : "from 1 to 65535";
   auto bad = [&](const std::string& why) {
     return invalid_argument_error("malformed address '" + address + "': " + why +
                                   " (expected host:port, e.g. 127.0.0.1:7000, or "
@@ -68,10 +70,10 @@ std::pair<std::string, uint16_t> parse_address(const std::string& address) {
   if (port_text.empty() || port_text.size() > 5 ||
       !std::all_of(port_text.begin(), port_text.end(),
                    [](unsigned char c) { return std::isdigit(c) != 0; }))
-    throw bad("the port must be a number from 1 to 65535");
+    throw bad(std::string("the port must be a number ") + range);
   auto port = std::stoul(port_text);
-  if (port == 0 || port > 65535)
-    throw bad("the port must be a number from 1 to 65535");
+  if ((port == 0 && !to_listen) || port > 65535)
+    throw bad(std::string("the port must be a number ") + range);
   return {host, static_cast<uint16_t>(port)};
 }
 

@@ -109,14 +109,9 @@ void write_address(const std::string& path, const std::string& address) {
 }
 
 server serve_on(actor_system& sys, const std::string& listen, serve_options opts) {
-  // Port 0 (the system chooses) is a port for serve, not for connect, which
-  // parse_address checks for.
-  auto colon = listen.rfind(':');
-  bool any_port = colon != std::string::npos && listen.substr(colon + 1) == "0";
-  auto [host, port] =
-      detail::parse_address(any_port ? listen.substr(0, colon) + ":1" : listen);
+  auto [host, port] = detail::parse_address(listen, true); // port 0: any
   opts.host = host;
-  opts.port = any_port ? 0 : port;
+  opts.port = port;
   return serve(sys, std::move(opts));
 }
 
