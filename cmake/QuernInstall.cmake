@@ -48,3 +48,6 @@ install(FILES ${PROJECT_BINARY_DIR}/quern.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}
 if(TARGET quern-board)
   install(TARGETS quern-board RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET quern-node)
+  install(TARGETS quern-node RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

@@ -37,6 +37,8 @@ echo "== install into $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 [ -x "$work/prefix/bin/quern-board" ] || { echo "quern-board was not installed to bin/"; exit 1; }
 "$work/prefix/bin/quern-board" --help >/dev/null
+[ -x "$work/prefix/bin/quern-node" ] || { echo "quern-node was not installed to bin/"; exit 1; }
+"$work/prefix/bin/quern-node" --help >/dev/null
 
 echo "== find_package(quern) from the prefix"
 cmake -S "$root/tests/consumer" -B "$work/package" -DQUERN_ROUTE=package \

@@ -6,13 +6,25 @@ add_executable(quern_test_distributed_node ${CMAKE_CURRENT_LIST_DIR}/node.cpp)
 target_link_libraries(quern_test_distributed_node PRIVATE quern::actors quern::logging CAF::openssl
                       quern_warnings)
 
+# quern-node's tests join the suite when the tools are built.
+set(quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp)
+set(quern_distributed_libs quern::actors quern::logging)
+if(TARGET quern-node)
+  list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/quern_node_test.cpp)
+  list(APPEND quern_distributed_libs quern_node_flags)
+endif()
 quern_add_test_suite(quern_test_distributed
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
-  LIBS quern::actors quern::logging)
+  SOURCES ${quern_distributed_sources}
+  LIBS ${quern_distributed_libs})
 target_compile_definitions(quern_test_distributed PRIVATE
   QUERN_TEST_NODE_BINARY="$<TARGET_FILE:quern_test_distributed_node>")
 add_dependencies(quern_test_distributed quern_test_distributed_node)
+if(TARGET quern-node)
+  target_compile_definitions(quern_test_distributed PRIVATE
+    QUERN_NODE_BINARY="$<TARGET_FILE:quern-node>")
+  add_dependencies(quern_test_distributed quern-node)
+endif()
 
 # catch_discover_tests lists the suite's tests in quern_test_distributed_TESTS
 # when CTest reads its include file; this one, read after it, labels them.

@@ -1,0 +1,153 @@
+// quern-node (tools/quern_node/): its flags, and the program serving what
+// they say to this test process.
+#include <csignal>
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include <quern/blocking_queue.hpp>
+#include <quern/coordinator.hpp>
+#include <quern/error.hpp>
+#include <quern/remote.hpp>
+#include <quern/summary/reader.hpp>
+#include <quern/summary/summary_writer.hpp>
+
+#include "flags.hpp"
+#include "harness.hpp"
+
+using namespace std::chrono_literals;
+using namespace quern::test;
+
+namespace {
+
+const std::string quern_node_binary = QUERN_NODE_BINARY;
+
+std::unique_ptr<child> start_quern_node(const scratch_dir& dir,
+                                        std::vector<std::string> args) {
+  args.insert(args.begin(), quern_node_binary);
+  return std::make_unique<child>("quern-node", args, dir);
+}
+
+} // namespace
+
+TEST_CASE("quern-node's --queue and --writer values are read or refused by name") {
+  using quern::node_tool::parse_queue_flag;
+  auto q = parse_queue_flag("examples:fifo:1000:float32[3],int64[]");
+  CHECK(q.name == "examples");
+  CHECK(q.kind == quern::queue_kind::fifo);
+  CHECK(q.options.capacity == 1000);
+  CHECK(q.options.dtypes ==
+        std::vector<quern::dtype>{quern::dtype::float32, quern::dtype::int64});
+  CHECK(q.options.shapes ==
+        std::vector<quern::tensor_shape>{quern::tensor_shape{3}, quern::tensor_shape{}});
+  CHECK(quern::node_tool::describe(q) == "FIFOQueue, capacity 1000, float[3], int64[]");
+  auto s =
+      parse_queue_flag("s:shuffle:unbounded:string:min_after_dequeue=7,seed=3,seed2=4");
+  CHECK(s.kind == quern::queue_kind::random_shuffle);
+  CHECK(s.options.capacity == -1);
+  CHECK(s.options.shapes.empty());
+  CHECK(s.options.min_after_dequeue == 7);
+  CHECK(s.options.seed == 3);
+  CHECK(s.options.seed2 == 4);
+  auto p = parse_queue_flag("p:padding:8:int32[-1,2]");
+  CHECK(p.options.shapes == std::vector<quern::tensor_shape>{quern::tensor_shape{-1, 2}});
+  auto refused = [](const std::string& text, const std::string& why) {
+    INFO(text);
+    try {
+      parse_queue_flag(text);
+      FAIL("accepted");
+    } catch (const quern::invalid_argument_error& e) {
+      CHECK(contains(e.what(), "--queue '" + text + "': " + why));
+    }
+  };
+  refused("x:fifo:10", "it has 3 ':'-separated parts");
+  refused("x:lifo:10:int32", "unknown kind 'lifo'");
+  refused("x:fifo:ten:int32", "capacity 'ten' is not a number");
+  refused("x:fifo:10:int33", "unknown dtype 'int33'");
+  refused("x:fifo:10:int32[3],float", "some components have a shape and others not");
+  refused("x:fifo:10:int32[a]", "dimension 'a' of 'int32[a]' is not a size or -1");
+  refused("x:fifo:10:int32[3", "component 'int32[3' has no closing ']'");
+  refused("x:fifo:10:int32:bogus=1", "unknown option 'bogus'");
+  refused("x:fifo:10:int32:seed", "option 'seed' is not OPTION=NUMBER");
+  refused(":fifo:1:int32", "no name");
+  refused("x:fifo:10:", "no components");
+  auto w = quern::node_tool::parse_writer_flag("train=runs/chief");
+  CHECK(w.name == "train");
+  CHECK(w.logdir == "runs/chief");
+  for (std::string bad : {"train", "=runs", "train="})
+    CHECK_THROWS_AS(quern::node_tool::parse_writer_flag(bad),
+                    quern::invalid_argument_error);
+}
+
+TEST_CASE("quern-node serves the queues, coordinator and writer of its command line "
+          "until SIGTERM") {
+  scratch_dir dir;
+  auto port_file = dir.file("node.port");
+  auto logdir = dir.file("run");
+  auto node = start_quern_node(
+      dir, {"--listen=127.0.0.1:0", "--port-file=" + port_file,
+            "--queue=rows:fifo:100:int64[]",
+            "--queue=sh:random_shuffle:50:string:min_after_dequeue=5,seed=1",
+            "--coordinator", "--writer=train=" + logdir});
+  bool up = eventually(start_limit, [&] {
+    return std::filesystem::exists(port_file) || node->wait(0ms).has_value();
+  });
+  INFO(node->report());
+  REQUIRE(up);
+  REQUIRE(std::filesystem::exists(port_file));
+  auto address = "127.0.0.1:" + std::to_string(std::stoi(read_file(port_file)));
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto remote = quern::connect(sys, address);
+    quern::blocking_queue rows{sys, remote.queue("rows")};
+    for (int64_t v : {4, 5, 6})
+      rows.enqueue(quern::element{quern::tensor::scalar(v)});
+    for (int64_t v : {4, 5, 6})
+      CHECK(rows.dequeue()[0].values<int64_t>()[0] == v);
+    quern::blocking_queue sh{sys, remote.queue("sh")};
+    CHECK(sh.spec().kind == quern::queue_kind::random_shuffle);
+    CHECK(sh.spec().min_after_dequeue == 5);
+    quern::coordinator coord{sys, remote.coordinator()};
+    CHECK_FALSE(coord.should_stop());
+    coord.request_stop();
+    CHECK(coord.should_stop());
+    quern::summary_writer writer{sys, remote.writer("train")};
+    writer.scalar("from/test", 2.5, 7);
+    CHECK(writer.flush().events >= 1);
+  }
+  node->signal(SIGTERM);
+  require_exit(*node, 0);
+  CHECK(contains(node->out(), "queue 'rows': FIFOQueue, capacity 100, int64[]"));
+  CHECK(contains(node->out(), "SIGTERM: stopping"));
+  auto runs = quern::find_runs(logdir);
+  REQUIRE(runs);
+  REQUIRE(runs->size() == 1);
+  auto contents = quern::read_event_file(runs->front().files.at(0));
+  bool found = false;
+  for (auto& ev : contents.events)
+    if (auto* s = caf::get_if<quern::summary_event::summary>(&ev.what))
+      found = found || (ev.step == 7 && s->values.at(0).tag == "from/test");
+  CHECK(found);
+}
+
+TEST_CASE("quern-node refuses a bad command line with status 2, naming the value") {
+  scratch_dir dir;
+  auto run = [&](std::vector<std::string> args, int status, const std::string& says) {
+    auto node = start_quern_node(dir, args);
+    require_exit(*node, status);
+    CHECK(contains(node->err(), says));
+  };
+  run({"--queue=x:fifo:10:int33"}, 2, "--queue 'x:fifo:10:int33': unknown dtype 'int33'");
+  run({"--listen=127.0.0.1:0", "--queue=x:shuffle:10:int32:min_after_dequeue=20"}, 2,
+      "--queue 'x': min_after_dequeue 20 must be < capacity 10");
+  run({"--listen=127.0.0.1:0", "--queue=x:fifo:1:int32", "--queue=x:fifo:1:int32"}, 2,
+      "the name 'x' is given twice");
+  run({}, 2, "nothing to serve");
+  run({"--writer=train"}, 2, "--writer 'train': no NAME=LOGDIR");
+  run({"--coordinator", "--listen=127.0.0.1"}, 2, "malformed address '127.0.0.1'");
+  run({"--coordinator", "--listen=0.0.0.0:0"}, 1,
+      "refuses to listen on '0.0.0.0' without TLS");
+  run({"--coordinator", "--certificate=/nonexistent.pem"}, 2,
+      "TLS needs a certificate, its key and a CA file together");
+}
