@@ -94,6 +94,18 @@ bool is_error_exit(const caf::error& reason) {
   return true;
 }
 
+/// An error exit as the error that stops the others, its origin the actor's
+/// name (`remote-feeder/op0@127.0.0.1:41237`); a lost process is unavailable.
+caf::error exit_error(const caf::error& reason, const std::string& name) {
+  if (reason != caf::exit_reason::remote_link_unreachable)
+    return with_origin(reason, name);
+  return with_origin(make_error(error_code::unavailable,
+                                "the process of " + name +
+                                    " was lost: its connection dropped, or it was silent "
+                                    "for longer than middleman.connection-timeout"),
+                     name);
+}
+
 void finish_join(coordinator_ptr self, uint64_t id) {
   auto& st = self->state;
   auto i = st.joins.find(id);
@@ -234,9 +246,10 @@ void watched_down(coordinator_ptr self, const caf::down_msg& dm) {
   if (i == st.watched.end())
     return;
   bool report = i->second.report_errors;
+  auto name = std::move(i->second.name);
   st.watched.erase(i);
   if (report && is_error_exit(dm.reason))
-    do_request_stop(self, dm.reason);
+    do_request_stop(self, exit_error(dm.reason, name));
   std::vector<uint64_t> touched;
   for (auto& kv : st.joins)
     if (kv.second.alive.erase(id) > 0)

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -579,4 +580,48 @@ TEST_CASE("distributed a runner whose coordinator's process dies stops") {
   require_exit(*host.proc, 128 + SIGKILL);
   require_exit(*feeder, 0);
   CHECK(contains(quern::test::read_file(out), "stopped"));
+}
+
+TEST_CASE("distributed join while a remote runner's process dies ends, naming the lost "
+          "runner") {
+  // A runner of the feeder's process is registered with the host's
+  // coordinator; this process waits in join() while the feeder is killed.
+  // Its workers' loss is an error of theirs: stop is requested and join
+  // rethrows it, naming them and where they were.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("feeder.out");
+  auto feeder = start_client(dir, "feeder", host.address,
+                             {"--node.role=feed-until-stop", "--node.out=" + out});
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(feeder->report());
+  REQUIRE(ready);
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::coordinator coord{sys, node.coordinator()};
+    std::thread killer{[&] {
+      std::this_thread::sleep_for(200ms); // join is waiting by then, most likely
+      feeder->signal(SIGKILL);
+    }};
+    std::string what;
+    std::string origin;
+    try {
+      coord.join({}, std::chrono::seconds{30});
+      what = "join returned";
+    } catch (const quern::op_error& e) {
+      what = std::string(quern::error_code_name(e.code())) + ": " + e.what();
+      origin = e.origin();
+    }
+    killer.join();
+    INFO(what << " (origin '" << origin << "')");
+    CHECK(contains(what, "Unavailable"));
+    CHECK(contains(origin, "remote-feeder"));
+    CHECK(contains(origin, "@127.0.0.1:"));
+    CHECK(coord.should_stop());
+  }
+  require_exit(*feeder, 128 + SIGKILL);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
 }
