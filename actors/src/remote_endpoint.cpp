@@ -89,24 +89,34 @@ caf::typed_response_promise<T> relay(Self self, Ts... xs) {
 // monitors (readers, writers) see it go. One that `lingers` stays instead
 // and fails every later call with that error, which names what was lost
 // (a call to an ended actor would only learn CAF's request_receiver_down);
-// it ends with its remote_node.
+// it ends with its remote_node, whose end fails the calls still waiting
+// (CAF answers no promise of an actor that ends: they would wait forever).
 template <class Self, class Handle>
 void watch_remote(Self self, Handle remote, std::string what, bool lingers = false) {
   self->state.remote = std::move(remote);
   self->state.what = std::move(what);
   self->monitor(self->state.remote);
-  self->set_down_handler([self, lingers](caf::down_msg& dm) {
-    if (dm.source != self->state.remote.address())
-      return;
-    auto err = unreachable(self->home_system(), self->state.what, dm.reason);
+  auto fail_pending = [self](const caf::error& err) {
     auto pending = std::move(self->state.pending);
     self->state.pending.clear();
     for (auto& kv : pending)
       kv.second.deliver(err);
+  };
+  self->set_down_handler([self, lingers, fail_pending](caf::down_msg& dm) {
+    if (dm.source != self->state.remote.address())
+      return;
+    auto err = unreachable(self->home_system(), self->state.what, dm.reason);
+    fail_pending(err);
     if (lingers)
       self->state.lost = err;
     else
       self->quit(err);
+  });
+  self->set_exit_handler([self, fail_pending](caf::exit_msg& msg) {
+    fail_pending(make_error(error_code::unavailable,
+                            self->state.what +
+                                " is unreachable (its quern::remote_node was destroyed)"));
+    self->quit(msg.reason);
   });
 }
 

@@ -625,3 +625,34 @@ TEST_CASE("distributed join while a remote runner's process dies ends, naming th
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }
+
+TEST_CASE("distributed destroying a remote_node fails the calls waiting on it") {
+  // A blocking dequeue waits on an empty remote queue when the remote_node
+  // it came from is destroyed: CAF answers no promise of an actor that ends,
+  // so the endpoint must, or the call would wait forever.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = std::make_unique<quern::remote_node>(quern::connect(sys, host.address));
+    quern::blocking_queue rows{sys, node->queue("rows")};
+    std::string what = "still waiting";
+    std::thread consumer{[&] {
+      try {
+        rows.dequeue();
+        what = "a row came";
+      } catch (const quern::op_error& e) {
+        what = std::string(quern::error_code_name(e.code())) + ": " + e.what();
+      }
+    }};
+    std::this_thread::sleep_for(200ms); // the dequeue is waiting by then, most likely
+    node.reset();
+    consumer.join();
+    INFO(what);
+    CHECK(contains(what, "Unavailable"));
+    CHECK(contains(what, "queue 'rows' on " + host.address));
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}

@@ -14,6 +14,10 @@ if(TARGET quern-node)
   list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/quern_node_test.cpp)
   list(APPEND quern_distributed_libs quern_node_flags)
 endif()
+# So do the flagship's kill tests when the examples are built.
+if(TARGET quern_example_csv_pipeline_distributed)
+  list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/flagship_test.cpp)
+endif()
 quern_add_test_suite(quern_test_distributed
   SOURCES ${quern_distributed_sources}
   LIBS ${quern_distributed_libs})
@@ -24,6 +28,11 @@ if(TARGET quern-node)
   target_compile_definitions(quern_test_distributed PRIVATE
     QUERN_NODE_BINARY="$<TARGET_FILE:quern-node>")
   add_dependencies(quern_test_distributed quern-node)
+endif()
+if(TARGET quern_example_csv_pipeline_distributed)
+  target_compile_definitions(quern_test_distributed PRIVATE
+    QUERN_FLAGSHIP_BINARY="$<TARGET_FILE:quern_example_csv_pipeline_distributed>")
+  add_dependencies(quern_test_distributed quern_example_csv_pipeline_distributed)
 endif()
 
 # catch_discover_tests lists the suite's tests in quern_test_distributed_TESTS
