@@ -127,30 +127,15 @@ int trainer(actor_system& sys, const settings& s) {
             << srv.address() << std::endl;
   write_address(s.address_file, srv.address());
   batch_reader in{sys, host.queue("examples"), s.batch_size, batch_cut::dequeue_many};
-  double w1 = 0, w2 = 0, b = 0, loss = 0;
+  examples::linear_model model; // y = w1 x1 + w2 x2 + b, by SGD
+  double loss = 0;
   int64_t step = 0;
   try {
     while (!coord.should_stop()) {
       auto batch = in.try_pull();
       if (!batch)
         throw out_of_range_error("the examples ran out");
-      auto x1 = (*batch)[0].values<float>();
-      auto x2 = (*batch)[1].values<float>();
-      auto y = (*batch)[2].values<float>();
-      auto n = static_cast<double>(y.size());
-      double g1 = 0, g2 = 0, gb = 0;
-      loss = 0;
-      for (size_t i = 0; i < y.size(); ++i) {
-        double err = w1 * x1[i] + w2 * x2[i] + b - y[i];
-        loss += err * err;
-        g1 += err * x1[i];
-        g2 += err * x2[i];
-        gb += err;
-      }
-      loss /= n;
-      w1 -= s.learning_rate * 2 * g1 / n;
-      w2 -= s.learning_rate * 2 * g2 / n;
-      b -= s.learning_rate * 2 * gb / n;
+      loss = model.step(*batch, s.learning_rate);
       writer.scalar("loss", loss, step);
       if (step % 100 == 0)
         std::cout << "trainer: step " << std::setw(5) << step << "  loss " << loss
@@ -164,15 +149,16 @@ int trainer(actor_system& sys, const settings& s) {
   }
   coord.request_stop();
   coord.join(); // the readers' runners, in their processes; rethrows their error
-  writer.scalar("weights/w1", w1, step);
-  writer.scalar("weights/w2", w2, step);
-  writer.scalar("weights/b", b, step);
+  writer.scalar("weights/w1", model.w1, step);
+  writer.scalar("weights/w2", model.w2, step);
+  writer.scalar("weights/b", model.b, step);
   writer.close();
   blocking_queue{sys, host.queue("done")}.enqueue(element{tensor::scalar("trainer")});
   auto trained = step * s.batch_size;
   std::cout << std::fixed << std::setprecision(3) << "trainer: trained " << step
             << " steps of " << s.batch_size << ", last loss " << loss
-            << "; learned w1 = " << w1 << ", w2 = " << w2 << ", b = " << b
+            << "; learned w1 = " << model.w1 << ", w2 = " << model.w2
+            << ", b = " << model.b
             << "   (true: 3, -2, 1)\nscalars of every process logged to " << s.logdir
             << std::endl;
   if (s.expect > 0 && trained != s.expect - s.expect % s.batch_size) {
@@ -190,7 +176,9 @@ int reader(actor_system& sys, const settings& s) {
   auto host = connect(sys, s.host);
   auto chief = connect(sys, s.trainer);
   auto name = "reader-" + std::to_string(s.id);
-  summary_writer writer{sys, chief.writer("train")};
+  // Shared with the reader's op, which may still run when this function
+  // has thrown (its worker ends on its own once stopped).
+  auto writer = std::make_shared<summary_writer>(sys, chief.writer("train"));
   csv_source_options ro;
   ro.skip_header_lines = 1;
   ro.read_batch = s.batch_size;
@@ -198,10 +186,10 @@ int reader(actor_system& sys, const settings& s) {
   // Each batch read is counted, and the count logged into the trainer's run.
   auto read = std::make_shared<std::atomic<int64_t>>(0);
   auto batches = std::make_shared<std::atomic<int64_t>>(0);
-  example_fn counted = [fn = source.function(), read, batches, &writer, name] {
+  example_fn counted = [fn = source.function(), read, batches, writer, name] {
     auto batch = fn();
     auto total = *read += batch[0].dim0();
-    writer.scalar(name + "/examples_read", static_cast<double>(total), (*batches)++);
+    writer->scalar(name + "/examples_read", static_cast<double>(total), (*batches)++);
     return batch;
   };
   auto examples = host.queue("examples");
@@ -215,7 +203,7 @@ int reader(actor_system& sys, const settings& s) {
   std::cout << name << ": reading, registered with the trainer's coordinator"
             << std::endl;
   coord.join(threads);
-  writer.flush();
+  writer->flush();
   blocking_queue{sys, host.queue("done")}.enqueue(element{tensor::scalar(name)});
   std::cout << name << ": read " << read->load() << " examples" << std::endl;
   return 0;

@@ -83,4 +83,33 @@ inline example_source csv_reader_source(caf::actor_system& sys, queue_actor file
   return csv_source(sys, std::move(filenames), csv_defaults(), ro);
 }
 
+/// The model the flagship trains: y = w1 x1 + w2 x2 + b, by SGD on the mean
+/// squared error of each batch.
+struct linear_model {
+  double w1 = 0;
+  double w2 = 0;
+  double b = 0;
+
+  /// One step on a batch of columns (x1, x2, y); returns the batch's loss
+  /// before the step.
+  double step(const element& batch, double learning_rate) {
+    auto x1 = batch[0].values<float>();
+    auto x2 = batch[1].values<float>();
+    auto y = batch[2].values<float>();
+    auto n = static_cast<double>(y.size());
+    double g1 = 0, g2 = 0, gb = 0, loss = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      double err = w1 * x1[i] + w2 * x2[i] + b - y[i];
+      loss += err * err;
+      g1 += err * x1[i];
+      g2 += err * x2[i];
+      gb += err;
+    }
+    w1 -= learning_rate * 2 * g1 / n;
+    w2 -= learning_rate * 2 * g2 / n;
+    b -= learning_rate * 2 * gb / n;
+    return loss / n;
+  }
+};
+
 } // namespace quern::examples

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     auto examples_batch = shuffle_batch_join(pipe, std::move(sources), bo);
 
     // The model: y = w1 x1 + w2 x2 + b, trained by SGD on mean squared error.
-    double w1 = 0, w2 = 0, b = 0;
+    examples::linear_model model;
     coordinator coord{sys};
     auto threads = pipe.start_queue_runners(coord);
     auto in = pipe.make_consumer(examples_batch.queue);
@@ -148,23 +148,7 @@ int main(int argc, char** argv) {
     try {
       while (!coord.should_stop()) {
         auto batch = examples_batch.next(in); // sess.run(train_op)
-        auto x1 = batch[0].values<float>();
-        auto x2 = batch[1].values<float>();
-        auto y = batch[2].values<float>();
-        auto n = static_cast<double>(y.size());
-        double g1 = 0, g2 = 0, gb = 0;
-        loss = 0;
-        for (size_t i = 0; i < y.size(); ++i) {
-          double err = w1 * x1[i] + w2 * x2[i] + b - y[i];
-          loss += err * err;
-          g1 += err * x1[i];
-          g2 += err * x2[i];
-          gb += err;
-        }
-        loss /= n;
-        w1 -= learning_rate * 2 * g1 / n;
-        w2 -= learning_rate * 2 * g2 / n;
-        b -= learning_rate * 2 * gb / n;
+        loss = model.step(batch, learning_rate);
         writer.scalar("loss", loss, step);
         summaries.write(writer, step);
         if (step % 100 == 0)
@@ -180,13 +164,13 @@ int main(int argc, char** argv) {
     coord.request_stop();
     // Wait for threads to finish (rethrows a worker's error).
     coord.join(threads);
-    writer.scalar("weights/w1", w1, step);
-    writer.scalar("weights/w2", w2, step);
-    writer.scalar("weights/b", b, step);
+    writer.scalar("weights/w1", model.w1, step);
+    writer.scalar("weights/w2", model.w2, step);
+    writer.scalar("weights/b", model.b, step);
     writer.close();
     std::cout << std::fixed << std::setprecision(3) << "trained " << step << " steps of "
-              << batch_size << ", last loss " << loss << "\nlearned w1 = " << w1
-              << ", w2 = " << w2 << ", b = " << b << "   (true: 3, -2, 1)\n"
+              << batch_size << ", last loss " << loss << "\nlearned w1 = " << model.w1
+              << ", w2 = " << model.w2 << ", b = " << model.b << "   (true: 3, -2, 1)\n"
               << "scalars logged to " << logdir << "\n"
               << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
               << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
