@@ -375,9 +375,7 @@ TEST_CASE("distributed a frozen host is detected by heartbeats") {
   auto c =
       start_client(dir, "consumer-dequeue", host.address,
                    {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(c->report());
-  REQUIRE(ready);
+  require_ready(*c, out);
   host.proc->signal(SIGSTOP);
   require_exit(*c, static_cast<int>(quern::error_code::unavailable));
   CHECK(contains(c->err(), host.address));
@@ -468,9 +466,7 @@ TEST_CASE("distributed the coordinator's calls cross processes") {
   auto out = dir.file("wait.out");
   auto waiter = start_client(dir, "waiter", host.address,
                              {"--node.role=wait-stop", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(waiter->report());
-  REQUIRE(ready);
+  require_ready(*waiter, out);
   {
     quern::remote_config cfg;
     quern::actor_system sys{cfg};
@@ -492,9 +488,7 @@ TEST_CASE("distributed SIGKILL of the host fails a blocked coordinator call") {
   auto out = dir.file("wait.out");
   auto waiter = start_client(dir, "waiter", host.address,
                              {"--node.role=wait-stop", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(waiter->report());
-  REQUIRE(ready);
+  require_ready(*waiter, out);
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
   require_exit(*waiter, static_cast<int>(quern::error_code::unavailable));
@@ -511,9 +505,7 @@ TEST_CASE("distributed a stop requested in one process stops a runner in another
   auto out = dir.file("feeder.out");
   auto feeder = start_client(dir, "feeder", host.address,
                              {"--node.role=feed-until-stop", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(feeder->report());
-  REQUIRE(ready);
+  require_ready(*feeder, out);
   {
     quern::remote_config cfg;
     quern::actor_system sys{cfg};
@@ -573,9 +565,7 @@ TEST_CASE("distributed a runner whose coordinator's process dies stops") {
   auto out = dir.file("feeder.out");
   auto feeder = start_client(dir, "feeder", host.address,
                              {"--node.role=feed-until-stop", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(feeder->report());
-  REQUIRE(ready);
+  require_ready(*feeder, out);
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
   require_exit(*feeder, 0);
@@ -593,9 +583,7 @@ TEST_CASE("distributed join while a remote runner's process dies ends, naming th
   auto out = dir.file("feeder.out");
   auto feeder = start_client(dir, "feeder", host.address,
                              {"--node.role=feed-until-stop", "--node.out=" + out});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(feeder->report());
-  REQUIRE(ready);
+  require_ready(*feeder, out);
   {
     quern::remote_config cfg;
     quern::actor_system sys{cfg};

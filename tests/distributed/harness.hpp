@@ -96,6 +96,14 @@ inline bool is_ready(const std::string& path) {
   return quern::test::read_file(path).rfind("ready", 0) == 0;
 }
 
+// Waits (bounded by start_limit) until `who` wrote "ready" to `out` (it is
+// connected and waits where the test wants it).
+inline void require_ready(child& who, const std::string& out) {
+  bool ready = eventually(start_limit, [&] { return is_ready(out); });
+  INFO(who.report());
+  REQUIRE(ready);
+}
+
 // Waits (bounded by start_limit) until `who` wrote at least `n` values to
 // `out` (taken rows, or rows the queue acknowledged).
 inline void require_written(child& who, const std::string& out, size_t n) {

@@ -145,7 +145,7 @@ TEST_CASE("distributed TLS: a peer without a certificate of the CA is refused") 
   auto consumer = start_client(
       dir, "consumer", host.address,
       plus({"--node.role=consume", "--node.api=dequeue", "--node.out=" + out}, client));
-  REQUIRE(eventually(start_limit, [&] { return is_ready(out); }));
+  require_ready(*consumer, out);
   // A deadline far beyond a refusal: the answer must be unauthenticated
   // (16), not deadline_exceeded (4).
   auto attempt = [&](const std::string& name, std::vector<std::string> args) {

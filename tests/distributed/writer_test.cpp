@@ -94,9 +94,7 @@ TEST_CASE("distributed a summary writer's node lost: the next flush is unavailab
   auto worker = start_client(dir, "worker", host.address,
                              {"--node.role=log", "--node.id=1", "--node.count=100",
                               "--node.out=" + out, "--node.start-file=" + go});
-  bool ready = eventually(start_limit, [&] { return is_ready(out); });
-  INFO(worker->report());
-  REQUIRE(ready);
+  require_ready(*worker, out);
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
   { std::ofstream{go}; }
