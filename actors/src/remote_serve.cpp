@@ -88,9 +88,9 @@ void server::stop() {
   impl_->facades->end_all();
   caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
   // An actor that answered a peer sits in CAF's registry (the sender of a
-  // remote message is kept there for good): facades and relays now, and
-  // the coordinator, which sends stop to remote runners itself. Out of it,
-  // an exported actor's lifetime is again that of its handles in this
+  // remote message is kept there for good): facades and relays. The
+  // exported actors are taken out of it too, should one have got there, so
+  // that an exported actor's lifetime is again that of its handles in this
   // process, and the process exits without waiting for it.
   for (auto id : impl_->exported)
     impl_->sys->registry().erase(id);

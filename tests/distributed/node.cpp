@@ -29,7 +29,9 @@
 //            with --node.start-file it then writes "ready" to --node.out,
 //            waits for that file, and logs and flushes one more
 //   rogue    connects through CAF directly, asks the facade of 'rows' for
-//            answers (size, spec, a push of --node.id), then sends
+//            answers (size, spec, a push of --node.id), registers itself
+//            with the coordinator's facade and requests stop (printing
+//            whether the stop it is pushed comes anonymously), then sends
 //            exit_reason::kill to the node, the facade and every sender of
 //            an answer
 // --node.tls: CAF's openssl module with the --openssl.* files (enable_tls).
@@ -388,9 +390,30 @@ int rogue(quern::actor_system& sys, node_config& cfg) {
   self->receive([&](quern::pushed_atom, int32_t, caf::error&) { record(); },
                 caf::after(limit) >>
                     [] { throw std::runtime_error("no pushed answer"); });
+  // The coordinator: register this actor as a runner would, request stop,
+  // and see who sends the stop it pushes.
+  quern::coordinator_actor coord;
+  self->request(node, limit, quern::lookup_coordinator_atom::value)
+      .receive([&](quern::coordinator_actor& c) { coord = std::move(c); }, fail);
+  std::vector<quern::registration> regs{{caf::actor{self}, "rogue", true, false}};
+  self->request(coord, limit, quern::register_atom::value, regs)
+      .receive([&](int32_t) { record(); }, fail);
+  self->request(coord, limit, quern::request_stop_atom::value, caf::error{})
+      .receive([&](bool) { record(); }, fail);
+  caf::actor_addr stop_sender;
+  self->receive(
+      [&](quern::stop_atom) {
+        stop_sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      },
+      caf::after(limit) >> [] { throw std::runtime_error("no stop came"); });
+  std::cout << "rogue: the coordinator's stop came "
+            << (stop_sender ? "from an actor" : "anonymously") << std::endl;
+  if (stop_sender)
+    senders.emplace(stop_sender);
   std::set<caf::actor_addr> targets = senders;
   targets.emplace(node.address());
   targets.emplace(facade.address());
+  targets.emplace(coord.address());
   for (auto& t : targets) {
     auto a = caf::actor_cast<caf::actor>(t);
     if (!a)

@@ -328,13 +328,17 @@ TEST_CASE("distributed a peer's kill reaches only what was made for it") {
                                 "--node.count=200", "--node.out=" + p_out,
                                 "--node.start-file=" + start, "--node.close-after"});
   REQUIRE(eventually(start_limit, [&] { return is_ready(c_out) && is_ready(p_out); }));
-  // The rogue kills the node, its facade and every sender of an answer it
-  // got (its row 4242 was stored first), and waits until each is down.
+  // The rogue kills the node, its facades (queue and coordinator) and every
+  // sender of an answer it got (its row 4242 was stored first), and waits
+  // until each is down.
   auto rogue =
       start_client(dir, "rogue", host.address, {"--node.role=rogue", "--node.id=4242"});
   require_exit(*rogue, 0);
   INFO(rogue->report());
   CHECK(contains(rogue->out(), "killed"));
+  // A stop the coordinator pushes to a runner of a peer is anonymous: the
+  // peer never learns the coordinator's address.
+  CHECK(contains(rogue->out(), "the coordinator's stop came anonymously"));
   // The node it killed answers no new peer (docs/distributed.md, Limits):
   // a failure (unavailable, or deadline_exceeded when CAF's handshake does
   // not complete), not a hang.
