@@ -285,6 +285,42 @@ TEST_CASE("distributed SIGKILL of a batch_reader gives back the batches it had n
   check_reader_victim("batch", (4 + 2) * 32);
 }
 
+namespace {
+
+// Producer 1 storing rows 1000000 + i one blocking enqueue at a time (1 ms
+// apart), writing each acknowledged one to `acked_out`, until it is killed.
+std::unique_ptr<child> start_producer_victim(const scratch_dir& dir,
+                                             const std::string& address,
+                                             const std::string& acked_out) {
+  return start_client(dir, "producer-victim", address,
+                      {"--node.role=produce", "--node.api=enqueue", "--node.id=1",
+                       "--node.count=1000000", "--node.pace-ms=1",
+                       "--node.out=" + acked_out});
+}
+
+// Producer 1 (`id` 1, rows 1000000 + i) was killed storing one row per
+// blocking enqueue, writing each acknowledged one to `acked_out`. Its rows
+// reach the queue in order: those among `taken_rows` are a prefix of them,
+// holding every acknowledged row and at most one more (the enqueue on its
+// way, or acknowledged and not yet written down). Returns how many.
+size_t check_killed_producer(const std::set<int64_t>& taken_rows,
+                             const std::string& acked_out) {
+  auto acked = taken(acked_out);
+  std::vector<int64_t> victims;
+  for (auto x : taken_rows)
+    if (x >= 1000000 && x < 2000000)
+      victims.push_back(x - 1000000);
+  INFO("the producer victim had " << acked.size() << " rows acknowledged, "
+                                  << victims.size() << " were taken");
+  for (size_t i = 0; i < victims.size(); ++i)
+    CHECK(victims[i] == static_cast<int64_t>(i));
+  CHECK(victims.size() >= acked.size());
+  CHECK(victims.size() <= acked.size() + 1);
+  return victims.size();
+}
+
+} // namespace
+
 TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged is taken "
           "once, and the others go on") {
   // The victim stores rows one blocking enqueue at a time and writes down
@@ -297,10 +333,7 @@ TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged i
   auto consumer = start_client(
       dir, "consumer", host.address,
       {"--node.role=consume", "--node.api=reader", "--node.out=" + consumer_out});
-  auto victim = start_client(dir, "victim", host.address,
-                             {"--node.role=produce", "--node.api=enqueue", "--node.id=1",
-                              "--node.count=1000000", "--node.pace-ms=1",
-                              "--node.out=" + victim_out});
+  auto victim = start_producer_victim(dir, host.address, victim_out);
   constexpr int64_t survivor_count = 2000;
   auto survivor = start_client(dir, "survivor", host.address,
                                {"--node.role=produce", "--node.api=writer", "--node.id=2",
@@ -320,21 +353,8 @@ TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged i
   CHECK(unique.size() == got.size()); // no row twice
   for (auto x : rows_made(2, survivor_count))
     CHECK(unique.count(x) == 1); // the survivor's rows, all of them
-  // The victim's rows reach the queue in order: what was taken is a prefix
-  // of them, holding every acknowledged row and at most one more (the
-  // enqueue on its way, or acknowledged and not yet written down).
-  auto acked = taken(victim_out);
-  std::vector<int64_t> victims;
-  for (auto x : got)
-    if (x >= 1000000 && x < 2000000)
-      victims.push_back(x);
-  std::sort(victims.begin(), victims.end());
-  INFO("victim acknowledged " << acked.size() << ", " << victims.size() << " were taken");
-  for (size_t i = 0; i < victims.size(); ++i)
-    CHECK(victims[i] == 1000000 + static_cast<int64_t>(i));
-  CHECK(victims.size() >= acked.size());
-  CHECK(victims.size() <= acked.size() + 1);
-  CHECK(got.size() == victims.size() + static_cast<size_t>(survivor_count));
+  auto victims = check_killed_producer(unique, victim_out);
+  CHECK(got.size() == victims + static_cast<size_t>(survivor_count));
 }
 
 TEST_CASE("distributed 3 producers and 2 consumers, a producer and a consumer killed "
@@ -354,10 +374,7 @@ TEST_CASE("distributed 3 producers and 2 consumers, a producer and a consumer ki
   auto c_survivor = start_client(dir, "consumer-survivor", host.address,
                                  {"--node.role=consume", "--node.api=batch",
                                   "--node.pace-ms=1", "--node.out=" + c_survivor_out});
-  auto p_victim = start_client(dir, "producer-victim", host.address,
-                               {"--node.role=produce", "--node.api=enqueue",
-                                "--node.id=1", "--node.count=1000000", "--node.pace-ms=1",
-                                "--node.out=" + p_victim_out});
+  auto p_victim = start_producer_victim(dir, host.address, p_victim_out);
   constexpr int64_t count = 1500;
   std::vector<std::unique_ptr<child>> producers;
   for (auto [id, api] : {std::pair{2, "writer"}, std::pair{3, "batch"}})
@@ -393,21 +410,8 @@ TEST_CASE("distributed 3 producers and 2 consumers, a producer and a consumer ki
   for (int64_t id : {2, 3})
     for (auto x : rows_made(id, count))
       CHECK(unique.count(x) == 1); // every row of the surviving producers
-  // The victim producer's rows taken: 0..m-1 with every acknowledged one
-  // and at most the one on its way.
-  auto acked = taken(p_victim_out);
-  std::vector<int64_t> victims;
-  for (auto x : unique)
-    if (x >= 1000000 && x < 2000000)
-      victims.push_back(x - 1000000);
-  INFO("producer victim acknowledged " << acked.size() << ", " << victims.size()
-                                       << " taken; " << got.size() - unique.size()
-                                       << " taken twice");
-  for (size_t i = 0; i < victims.size(); ++i)
-    CHECK(victims[i] == static_cast<int64_t>(i));
-  CHECK(victims.size() >= acked.size());
-  CHECK(victims.size() <= acked.size() + 1);
-  CHECK(unique.size() == victims.size() + 2 * static_cast<size_t>(count)); // nothing else
+  auto victims = check_killed_producer(unique, p_victim_out);
+  CHECK(unique.size() == victims + 2 * static_cast<size_t>(count)); // nothing else
   // Twice: only what the consumer victim took since its last confirmation
   // that arrived (a queue_reader's window and an interval, 16 + 4).
   CHECK(got.size() - unique.size() <= 16 + 4);
@@ -544,10 +548,8 @@ TEST_CASE("distributed the coordinator's calls cross processes") {
                              {"--node.role=wait-stop", "--node.out=" + out});
   require_ready(*waiter, out);
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::coordinator coord{sys, node.coordinator()};
+    test_peer peer{host.address};
+    auto coord = peer.coordinator();
     CHECK_FALSE(coord.should_stop());
     CHECK(coord.request_stop());
     CHECK(coord.should_stop());
@@ -583,14 +585,12 @@ TEST_CASE("distributed a stop requested in one process stops a runner in another
                              {"--node.role=feed-until-stop", "--node.out=" + out});
   require_ready(*feeder, out);
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::blocking_queue q{sys, node.queue("rows")};
+    test_peer peer{host.address};
+    quern::blocking_queue q{peer.sys, peer.node.queue("rows")};
     // The runner fills the queue (capacity 64) and waits for room.
     bool filled = eventually(start_limit, [&] { return q.size() == 64; });
     REQUIRE(filled);
-    quern::coordinator coord{sys, node.coordinator()};
+    auto coord = peer.coordinator();
     CHECK(coord.request_stop());
     require_exit(*feeder, 0);
     CHECK(contains(quern::test::read_file(out), "stopped"));
@@ -614,10 +614,8 @@ TEST_CASE("distributed a remote runner's error is the coordinator's first error,
   require_exit(*feeder, 0);
   CHECK(contains(quern::test::read_file(out), "stopped"));
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::coordinator coord{sys, node.coordinator()};
+    test_peer peer{host.address};
+    auto coord = peer.coordinator();
     CHECK(coord.should_stop());
     try {
       coord.join();
@@ -661,10 +659,8 @@ TEST_CASE("distributed join while a remote runner's process dies ends, naming th
                              {"--node.role=feed-until-stop", "--node.out=" + out});
   require_ready(*feeder, out);
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::coordinator coord{sys, node.coordinator()};
+    test_peer peer{host.address};
+    auto coord = peer.coordinator();
     std::thread killer{[&] {
       std::this_thread::sleep_for(200ms); // join is waiting by then, most likely
       feeder->signal(SIGKILL);

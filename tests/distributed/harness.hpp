@@ -14,6 +14,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <quern/coordinator.hpp>
+#include <quern/remote.hpp>
+
 #include "process.hpp"
 
 namespace quern::test {
@@ -111,6 +114,18 @@ inline void require_written(child& who, const std::string& out, size_t n) {
   INFO(who.report());
   REQUIRE(written);
 }
+
+// This test process as a peer of the node at `address`: an actor system
+// with the middleman, connected.
+struct test_peer {
+  explicit test_peer(const std::string& address) : node(quern::connect(sys, address)) {}
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+  quern::remote_node node;
+
+  /// A coordinator handle on the node's coordinator.
+  quern::coordinator coordinator() { return {sys, node.coordinator()}; }
+};
 
 // A loopback port on which nothing listens (bound by the OS, then freed).
 inline uint16_t free_port() {

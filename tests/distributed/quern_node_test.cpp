@@ -97,22 +97,21 @@ TEST_CASE("quern-node serves the queues, coordinator and writer of its command l
   REQUIRE(std::filesystem::exists(port_file));
   auto address = "127.0.0.1:" + std::to_string(std::stoi(read_file(port_file)));
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto remote = quern::connect(sys, address);
-    quern::blocking_queue rows{sys, remote.queue("rows")};
+    test_peer peer{address};
+    auto& sys = peer.sys;
+    quern::blocking_queue rows{sys, peer.node.queue("rows")};
     for (int64_t v : {4, 5, 6})
       rows.enqueue(quern::element{quern::tensor::scalar(v)});
     for (int64_t v : {4, 5, 6})
       CHECK(rows.dequeue()[0].values<int64_t>()[0] == v);
-    quern::blocking_queue sh{sys, remote.queue("sh")};
+    quern::blocking_queue sh{sys, peer.node.queue("sh")};
     CHECK(sh.spec().kind == quern::queue_kind::random_shuffle);
     CHECK(sh.spec().min_after_dequeue == 5);
-    quern::coordinator coord{sys, remote.coordinator()};
+    auto coord = peer.coordinator();
     CHECK_FALSE(coord.should_stop());
     coord.request_stop();
     CHECK(coord.should_stop());
-    quern::summary_writer writer{sys, remote.writer("train")};
+    quern::summary_writer writer{sys, peer.node.writer("train")};
     writer.scalar("from/test", 2.5, 7);
     CHECK(writer.flush().events >= 1);
   }
