@@ -64,6 +64,7 @@
 
 #include "../reading/csv_data.hpp"
 #include "command_line.hpp"
+#include "files.hpp"
 
 extern char** environ;
 
@@ -95,17 +96,12 @@ const std::vector<tensor> record_defaults{tensor::vector<float>({0.0f}),
                                           tensor::vector<float>({0.0f}),
                                           tensor::vector<float>({0.0f})};
 
-// `host:port` written whole, then renamed: a reader never sees half of it.
+// `host:port` into `path` (--address-file), for --role=all to poll.
 void write_address(const std::string& path, const std::string& address) {
   if (path.empty())
     return;
-  {
-    std::ofstream out{path + ".tmp"};
-    out << address << "\n";
-    if (!out)
-      throw std::runtime_error("cannot write " + path + ".tmp");
-  }
-  std::filesystem::rename(path + ".tmp", path);
+  if (auto why = cli::write_file_whole(path, address + "\n"); !why.empty())
+    throw std::runtime_error(why);
 }
 
 server serve_on(actor_system& sys, const std::string& listen, serve_options opts) {

@@ -9,8 +9,6 @@
 // It runs until SIGINT or SIGTERM, then stops serving and closes its writers.
 #include <signal.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "command_line.hpp"
+#include "files.hpp"
 #include "flags.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/queue.hpp"
@@ -39,15 +38,10 @@ struct settings {
   tls_options tls;
 };
 
-// Written whole, then renamed: a reader never sees half a port.
+// The port into --port-file, for whoever started it to poll.
 void write_port(const std::string& path, uint16_t port) {
-  {
-    std::ofstream out{path + ".tmp"};
-    out << port << "\n";
-    if (!out)
-      throw invalid_argument_error("--port-file: cannot write '" + path + ".tmp'");
-  }
-  std::filesystem::rename(path + ".tmp", path);
+  if (auto why = cli::write_file_whole(path, std::to_string(port) + "\n"); !why.empty())
+    throw invalid_argument_error("--port-file: " + why);
 }
 
 int run(const settings& s, const sigset_t& stop_signals) {
