@@ -24,7 +24,8 @@
 //            which quern never uses) connects through CAF directly and
 //            prints CAF's answer; exit 16 when refused
 //   log      feeds the host's summary writer 'train' (host --node.logdir):
-//            --node.count scalars 'worker<id>/v' at steps 0.. (value
+//            --node.count scalars 'worker<id>/v' and, from a second thread
+//            sharing the handle, 'worker<id>/u', at steps 0.. (value
 //            log_value(step): finite, inf, -inf, NaN in turn), then flush();
 //            with --node.start-file it then writes "ready" to --node.out,
 //            waits for that file, and logs and flushes one more
@@ -434,8 +435,15 @@ int log_scalars(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   quern::summary_writer w{sys, node.writer("train")};
   auto tag = "worker" + std::to_string(cfg.id) + "/v";
+  // A second thread shares the handle, logging the same values under /u.
+  std::thread other{[&] {
+    for (int64_t step = 0; step < cfg.count; ++step)
+      w.scalar("worker" + std::to_string(cfg.id) + "/u", quern::test::log_value(step),
+               step);
+  }};
   for (int64_t step = 0; step < cfg.count; ++step)
     w.scalar(tag, quern::test::log_value(step), step);
+  other.join();
   w.flush();
   if (cfg.start_file.empty())
     return 0;

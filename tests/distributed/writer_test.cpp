@@ -51,8 +51,9 @@ uint32_t bits_of(float x) {
 
 TEST_CASE("distributed a summary writer takes the scalars of other processes, "
           "infinities and NaN included") {
-  // Two worker processes feed the host's writer; more scalars each than a
-  // handle's batch, so several batches cross.
+  // Two worker processes feed the host's writer, each from two threads
+  // sharing one handle; more scalars each than a handle's batch, so several
+  // batches cross.
   scratch_dir dir;
   auto logdir = dir.file("run");
   auto host = start_host(dir, {"--node.logdir=" + logdir});
@@ -68,10 +69,10 @@ TEST_CASE("distributed a summary writer takes the scalars of other processes, "
   require_exit(*host.proc, 0);
 
   auto scalars = scalars_in(logdir);
-  REQUIRE(scalars.size() == 2);
-  for (int id : {1, 2}) {
-    auto& xs = scalars["worker" + std::to_string(id) + "/v"];
-    INFO("worker " << id);
+  REQUIRE(scalars.size() == 4);
+  for (auto tag : {"worker1/v", "worker1/u", "worker2/v", "worker2/u"}) {
+    auto& xs = scalars[tag];
+    INFO(tag);
     REQUIRE(xs.size() == static_cast<size_t>(count));
     size_t wrong = 0;
     for (int64_t step = 0; step < count; ++step) {
