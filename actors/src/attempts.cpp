@@ -33,6 +33,8 @@ progress enqueue_attempt::serve(queue_core& q) {
   if (k > 0) {
     q.storage().push(rows, k);
     stored += k;
+    if (mark)
+      mark->stored += k;
   }
   if (rows.empty()) {
     done.deliver_count(q.self(), static_cast<int32_t>(total), caf::none);

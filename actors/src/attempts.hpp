@@ -24,6 +24,16 @@ class queue_storage;
 /// What serving an attempt did.
 enum class progress { none, partial, complete };
 
+/// What a queue knows of one producer that retries (enqueue_keyed,
+/// producer_marks.hpp): its last batch and how much of it is stored, which
+/// the batch's attempt tallies as it stores.
+struct keyed_mark {
+  uint64_t batch = 0;   // its last batch
+  uint64_t attempt = 0; // the last attempt number seen
+  int64_t rows = 0;     // rows of that batch
+  int64_t stored = 0;   // of them stored
+};
+
 /// One attempt of the enqueue line: rows to store in order (an enqueue, an
 /// enqueue_many or a streamed push), or a close that takes effect when it
 /// reaches the head of the line.
@@ -36,6 +46,7 @@ struct enqueue_attempt {
   int64_t stored = 0; // rows stored so far
   caf::actor_addr client;
   completion done;
+  keyed_mark* mark = nullptr; // a keyed enqueue's producer, tallied
 
   /// Stores what fits (or closes the queue) and answers once complete.
   progress serve(queue_core& q);

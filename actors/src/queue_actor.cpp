@@ -21,6 +21,7 @@
 
 #include "deadlines.hpp"
 #include "feeders.hpp"
+#include "producer_marks.hpp"
 #include "queue_core.hpp"
 
 namespace quern {
@@ -78,6 +79,16 @@ public:
         [this](size_atom) { return core_.size(); },
         [this](is_closed_atom) { return core_.is_closed(); },
         [this](spec_atom) { return core_.spec(); },
+        [this](enqueue_keyed_atom, const batch_key& key, element& batch,
+               caf::timespan timeout) {
+          auto rp = make_response_promise<int32_t>();
+          if (auto a = marks_.admit(core_, key, batch, rp))
+            add(std::move(*a), rp, timeout);
+          return rp;
+        },
+        [this](producer_mark_atom, const std::string& producer) {
+          return marks_.position(producer);
+        },
         [this](push_atom, std::vector<element>& rows) { push_rows(rows); },
         [this](push_batch_atom, element& batch) { push_batch(batch); },
         [this](pull_atom, const demand& d) { pull(d); },
@@ -377,6 +388,8 @@ private:
   /// Queue runners made for this queue, started, ended (feeder_atom).
   detail::feeders feeders_;
   detail::queue_core core_;
+  /// Producers that retry (enqueue_keyed).
+  detail::producer_marks marks_;
   uint64_t next_id_ = 1;
   std::unordered_set<caf::actor_addr> watched_;
 };

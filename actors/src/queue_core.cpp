@@ -153,6 +153,21 @@ void queue_core::unpush(const caf::actor_addr& client) {
   flush();
 }
 
+bool queue_core::waiting(const keyed_mark* m) const {
+  return std::any_of(enqueues_.begin(), enqueues_.end(),
+                     [m](const enqueue_attempt& a) { return a.mark == m; });
+}
+
+void queue_core::withdraw(const keyed_mark* m, caf::error err) {
+  for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
+    if (i->mark == m) {
+      i->fail(self_, std::move(err));
+      enqueues_.erase(i);
+      return; // the retry is added next, which flushes
+    }
+  }
+}
+
 void queue_core::expire(uint64_t id) {
   for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
     if (i->id == id) {

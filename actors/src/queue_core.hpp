@@ -46,6 +46,11 @@ public:
   void unpull(const caf::actor_addr& client);
   /// Cancels the client's pending pushes (rows stored so far stay stored).
   void unpush(const caf::actor_addr& client);
+  /// Whether a keyed enqueue of the producer `m` waits in the line.
+  bool waiting(const keyed_mark* m) const;
+  /// Withdraws the keyed enqueue of `m` that waits, answering `err`; the
+  /// rows it stored stay stored. No flush: its retry comes next.
+  void withdraw(const keyed_mark* m, caf::error err);
   /// A deadline expired: answers deadline_exceeded if the attempt is still
   /// pending, keeping every element (Q-80, and better than TF for Q-37).
   void expire(uint64_t id);

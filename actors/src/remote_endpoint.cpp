@@ -113,9 +113,9 @@ void watch_remote(Self self, Handle remote, std::string what, bool lingers = fal
       self->quit(err);
   });
   self->set_exit_handler([self, fail_pending](caf::exit_msg& msg) {
-    fail_pending(make_error(error_code::unavailable,
-                            self->state.what +
-                                " is unreachable (its quern::remote_node was destroyed)"));
+    fail_pending(make_error(
+        error_code::unavailable,
+        self->state.what + " is unreachable (its quern::remote_node was destroyed)"));
     self->quit(msg.reason);
   });
 }
@@ -169,6 +169,12 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
       [self](size_atom a) { return relay<int32_t>(self, a); },
       [self](is_closed_atom a) { return relay<bool>(self, a); },
       [self](spec_atom a) { return relay<queue_spec>(self, a); },
+      [self](enqueue_keyed_atom a, batch_key& key, element& e, caf::timespan t) {
+        return relay<int32_t>(self, a, std::move(key), std::move(e), t);
+      },
+      [self](producer_mark_atom a, std::string& producer) {
+        return relay<batch_key>(self, a, std::move(producer));
+      },
       [self](push_atom a, std::vector<element>& rows) {
         self->delegate(self->state.remote, a, std::move(rows));
       },

@@ -143,6 +143,12 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       [=](size_atom a) { return ask<int32_t>(self, q, a); },
       [=](is_closed_atom a) { return ask<bool>(self, q, a); },
       [=](spec_atom a) { return ask<queue_spec>(self, q, a); },
+      [=](enqueue_keyed_atom a, batch_key& key, element& e, caf::timespan t) {
+        return ask<int32_t>(self, q, a, std::move(key), std::move(e), t);
+      },
+      [=](producer_mark_atom a, std::string& producer) {
+        return ask<batch_key>(self, q, a, std::move(producer));
+      },
       // Streamed: sent as this relay, so the queue answers it (below).
       [=](push_atom a, std::vector<element>& rows) { self->send(q, a, std::move(rows)); },
       [=](push_batch_atom a, element& b) { self->send(q, a, std::move(b)); },
@@ -247,6 +253,12 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
       [=](size_atom a) { return pass(self, a); },
       [=](is_closed_atom a) { return pass(self, a); },
       [=](spec_atom a) { return pass(self, a); },
+      [=](enqueue_keyed_atom a, batch_key& key, element& e, caf::timespan t) {
+        return pass(self, a, std::move(key), std::move(e), t);
+      },
+      [=](producer_mark_atom a, std::string& producer) {
+        return pass(self, a, std::move(producer));
+      },
       [=](push_atom a, std::vector<element>& rows) { pass(self, a, std::move(rows)); },
       [=](push_batch_atom a, element& b) { pass(self, a, std::move(b)); },
       [=](pull_atom a, const demand& d) { pass(self, a, d); },

@@ -18,6 +18,15 @@ using size_atom = caf::atom_constant<caf::atom("size")>;
 using is_closed_atom = caf::atom_constant<caf::atom("is_closed")>;
 using spec_atom = caf::atom_constant<caf::atom("spec")>;
 
+// -- a producer that retries (quern/batch_key.hpp) --
+/// producer -> queue: (enqueue_keyed, key, batch, timeout) an enqueue_many
+/// that stores batch `key.batch` of `key.producer` once, however often it is
+/// sent.
+using enqueue_keyed_atom = caf::atom_constant<caf::atom("enq_keyed")>;
+/// producer -> queue: (producer_mark, producer) -> batch_key: the last batch
+/// of the producer the queue stored whole, and the last attempt number seen.
+using producer_mark_atom = caf::atom_constant<caf::atom("prod_mark")>;
+
 // -- the streaming (credit) protocol (docs/queues.md) --
 /// producer -> queue: rows to store, each an enqueue attempt in order.
 using push_atom = caf::atom_constant<caf::atom("push")>;

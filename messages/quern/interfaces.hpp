@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -9,6 +10,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "quern/atoms.hpp"
+#include "quern/batch_key.hpp"
 #include "quern/demand.hpp"
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
@@ -32,6 +34,20 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   dequeue_up_to(n, timeout)            -> batch of 1..n rows (n once open)
 ///   close(cancel_pending_enqueues)       -> true once the close took effect
 ///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
+///   enqueue_keyed(key, batch, timeout)   -> rows of the batch (batch_key.hpp):
+///                  enqueue_many for a producer that retries. Batch
+///                  `key.batch` of `key.producer` is stored once: a retry of
+///                  a batch the queue holds whole is answered at once without
+///                  storing it again, a retry of one it holds in part stores
+///                  the rest, and a retry of one still waiting for room
+///                  replaces the earlier request (answered aborted), at the
+///                  back of the line. A request
+///                  whose attempt is not above the producer's last is refused
+///                  (aborted), and so is an older batch (failed_precondition)
+///                  or a new batch while the last still waits.
+///   producer_mark(producer) -> batch_key: the producer's last batch stored
+///                  whole and the last attempt number seen (0 and 0 for a
+///                  producer never seen): where a restarted producer goes on.
 /// The three dequeues are the one-batch case of a `demand` (demand.hpp).
 using strict_queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -42,7 +58,9 @@ using strict_queue_actor = caf::typed_actor<
     caf::replies_to<close_atom, bool>::with<bool>,
     caf::replies_to<size_atom>::with<int32_t>,
     caf::replies_to<is_closed_atom>::with<bool>,
-    caf::replies_to<spec_atom>::with<queue_spec>>;
+    caf::replies_to<spec_atom>::with<queue_spec>,
+    caf::replies_to<enqueue_keyed_atom, batch_key, element, caf::timespan>::with<int32_t>,
+    caf::replies_to<producer_mark_atom, std::string>::with<batch_key>>;
 
 /// The streaming (credit) protocol of every queue actor: one-way messages,
 /// answered by a message to the sender (docs/queues.md).

@@ -21,6 +21,7 @@ void add_queue_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<queue_options>("quern::queue_options");
   cfg.add_message_type<queue_spec>("quern::queue_spec");
   cfg.add_message_type<demand>("quern::demand");
+  cfg.add_message_type<batch_key>("quern::batch_key");
   cfg.add_message_type<queue_actor>("quern::queue_actor");
   cfg.add_message_type<error_detail>("quern::error_detail");
   // CAF's default renderer drops the context; ours keeps the readable text.

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+
+namespace quern {
+
+/// Names one batch of a producer that retries (enqueue_keyed,
+/// interfaces.hpp): a queue stores each batch of a producer once, however
+/// often it is sent, and the rest of a batch it stored in part
+/// (docs/distributed.md, Retried batches).
+struct batch_key {
+  /// The producer, by a name that stays the same across its reconnections
+  /// and restarts; one name per producer.
+  std::string producer;
+  /// The batch's number: 1 for the producer's first, then increasing. A
+  /// retry sends the same number.
+  uint64_t batch = 0;
+  /// Increases with every request the producer sends, retries included, so
+  /// that a request overtaken by a later retry (an earlier connection's,
+  /// read late) is told apart and refused.
+  uint64_t attempt = 0;
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, batch_key& x) {
+    return f(caf::meta::type_name("quern::batch_key"), x.producer, x.batch, x.attempt);
+  }
+};
+
+} // namespace quern

@@ -1,0 +1,170 @@
+// Keyed enqueues: a producer that retries (quern/batch_key.hpp) gets each of
+// its batches stored once, whatever it sends again (docs/distributed.md,
+// Retried batches). Deterministic: the probes' answers come in the queue's
+// order, and sync() is a barrier.
+
+#include "probe.hpp"
+
+using namespace quern;
+using namespace quern::test;
+
+namespace {
+
+using ivec = std::vector<int64_t>;
+
+void keyed(probe& p, const std::string& producer, uint64_t batch, uint64_t attempt,
+           ivec rows) {
+  p.send(enqueue_keyed_atom::value, batch_key{producer, batch, attempt},
+         i64s(std::move(rows)), wait_forever);
+}
+
+// "FIFOQueue '<resource name>': ", as the queue's messages start.
+std::string at(const queue_actor& q) {
+  probe p{q->home_system(), q};
+  return "FIFOQueue '" + p.name() + "': ";
+}
+
+batch_key mark_of(probe& p, const std::string& producer) {
+  batch_key k;
+  p.self()
+      ->request(p.queue(), caf::infinite, producer_mark_atom::value, producer)
+      .receive([&](batch_key& x) { k = std::move(x); },
+               [&](caf::error& e) { FAIL("producer_mark failed: " << render(e)); });
+  return k;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: a retry of a batch the queue holds whole stores nothing",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 10);
+  probe p{sys, q};
+  auto fresh = mark_of(p, "p");
+  CHECK(fresh.producer == "p");
+  CHECK(fresh.batch == 0);
+  CHECK(fresh.attempt == 0);
+  keyed(p, "p", 1, 1, {1, 2});
+  CHECK(p.next().count() == 2);
+  keyed(p, "p", 1, 2, {1, 2}); // its answer was lost: sent again
+  CHECK(p.next().count() == 2);
+  keyed(p, "p", 2, 3, {3});
+  CHECK(p.next().count() == 1);
+  CHECK(p.size() == 3);
+  auto m = mark_of(p, "p");
+  CHECK(m.batch == 2);
+  CHECK(m.attempt == 3);
+  CHECK(dequeue_values(p, 3) == ivec{1, 2, 3});
+  // Another producer's numbers are its own.
+  keyed(p, "other", 1, 1, {7});
+  CHECK(p.next().count() == 1);
+  CHECK(dequeue_values(p, 1) == ivec{7});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: a batch stored in part when its client went down gets "
+                 "the rest from its retry",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 3);
+  probe p{sys, q};
+  p.enqueue(i64(1));
+  CHECK(p.next().count() == 1);
+  {
+    probe lost{sys, q};
+    keyed(lost, "p", 1, 1, {10, 11, 12, 13});
+    CHECK(lost.pending()); // 10 and 11 stored, 12 and 13 wait for room
+  }
+  p.sync(); // the queue saw the client go: its attempt is dropped
+  auto m = mark_of(p, "p");
+  CHECK(m.batch == 0); // batch 1 is not whole
+  CHECK(m.attempt == 1);
+  CHECK(dequeue_values(p, 3) == ivec{1, 10, 11});
+  CHECK(p.size() == 0);
+  keyed(p, "p", 1, 2, {10, 11, 12, 13});
+  CHECK(p.next().count() == 4);
+  CHECK(dequeue_values(p, 2) == ivec{12, 13});
+  CHECK(p.size() == 0);
+  CHECK(mark_of(p, "p").batch == 1);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: a retry of a batch still waiting replaces the earlier "
+                 "request",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 2);
+  probe early{sys, q};
+  probe retry{sys, q};
+  probe consumer{sys, q};
+  keyed(early, "p", 1, 1, {1, 2, 3});
+  CHECK(early.pending()); // 1 and 2 stored, 3 waits
+  keyed(retry, "p", 1, 2, {1, 2, 3});
+  CHECK(retry.pending());
+  check_error(early.next(), error_code::aborted,
+              at(q) + "batch 1 of producer 'p' was sent again (attempt 2), which "
+                      "stores the rest of it");
+  CHECK(dequeue_values(consumer, 3) == ivec{1, 2, 3});
+  CHECK(retry.next().count() == 3);
+  CHECK(consumer.size() == 0);
+  // The earlier connection's request, read after its retry, is refused.
+  keyed(early, "p", 1, 1, {1, 2, 3});
+  check_error(early.next(), error_code::aborted,
+              at(q) + "attempt 1 of batch 1 of producer 'p' is not stored: the "
+                      "queue already saw its attempt 2 (an earlier request read late)");
+  CHECK(consumer.size() == 0);
+}
+
+TEST_CASE_METHOD(system_fixture, "keyed enqueue: what it refuses, each named",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 2);
+  probe p{sys, q};
+  keyed(p, "", 1, 1, {1});
+  check_error(p.next(), error_code::invalid_argument,
+              at(q) + "a keyed enqueue needs a producer name");
+  keyed(p, "p", 0, 1, {1});
+  check_error(p.next(), error_code::invalid_argument,
+              at(q) + "the batches of producer 'p' are numbered from 1, got 0");
+  // Validated as enqueue_many before anything else: the producer is
+  // not marked by a batch the queue cannot take.
+  p.send(enqueue_keyed_atom::value, batch_key{"p", 1, 1}, i64(5), wait_forever);
+  CHECK(p.next().code() == error_code::invalid_argument);
+  CHECK(mark_of(p, "p").attempt == 0);
+
+  keyed(p, "p", 2, 1, {1, 2, 3}); // 1 and 2 stored, 3 waits
+  CHECK(p.pending());
+  keyed(p, "p", 3, 2, {4});
+  check_error(p.next(), error_code::failed_precondition,
+              at(q) + "batch 3 of producer 'p' came while its batch 2 still waits "
+                      "for room: a producer that retries has one batch in flight");
+  keyed(p, "p", 2, 3, {1, 2});
+  check_error(p.next(), error_code::invalid_argument,
+              at(q) + "batch 2 of producer 'p' had 3 rows, its retry has 2");
+  keyed(p, "p", 1, 4, {9});
+  check_error(p.next(), error_code::failed_precondition,
+              at(q) + "batch 1 of producer 'p' is older than its batch 2 the queue "
+                      "already has (does a second producer use the name 'p'?)");
+  keyed(p, "p", 2, 1, {1, 2, 3}); // refusals do not count as attempts
+  check_error(p.next(), error_code::aborted,
+              at(q) + "attempt 1 of batch 2 of producer 'p' is not stored: the "
+                      "queue already saw its attempt 1 (an earlier request read late)");
+  // None of the refusals touched the waiting attempt 1 of batch 2.
+  probe consumer{sys, q};
+  CHECK(dequeue_values(consumer, 2) == ivec{1, 2});
+  CHECK(p.next().count() == 3);
+  CHECK(dequeue_values(consumer, 1) == ivec{3});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: a closed queue cancels it, and the rows stored stay",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 1);
+  probe p{sys, q};
+  keyed(p, "p", 1, 1, {1, 2});
+  CHECK(p.pending());
+  p.close(true);
+  check_error(p.next(), error_code::cancelled, "Enqueue operation was cancelled");
+  CHECK(p.next().flag());
+  keyed(p, "p", 1, 2, {1, 2});
+  check_error(p.next(), error_code::cancelled, "FIFOQueue '" + p.name() + "' is closed.");
+  CHECK(dequeue_values(p, 1) == ivec{1});
+  CHECK(mark_of(p, "p").batch == 0);
+}
