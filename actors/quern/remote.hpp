@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -269,6 +270,72 @@ private:
 /// Blocks: call it from main() or a detached actor.
 remote_node connect(caf::actor_system& sys, const std::string& address,
                     connect_options opts = {});
+
+// -- a producer that retries -------------------------------------------------------
+
+struct remote_producer_options {
+  /// connect()'s options, for the first connection and every reconnection.
+  connect_options connect;
+  /// How long one call may keep finding the node lost (its process gone,
+  /// frozen, or the network cut) before it gives up with unavailable_error;
+  /// it reconnects and sends again all that time.
+  std::chrono::milliseconds retry_for = std::chrono::seconds{60};
+  /// The pause after a failed connection before the next one.
+  std::chrono::milliseconds retry_interval = std::chrono::milliseconds{200};
+  /// Called on the calling thread each time a call found the node lost or
+  /// could not connect, with that error's text, before it pauses and tries
+  /// again (to log reconnections). Not called when it gives up.
+  std::function<void(const std::string&)> on_retry;
+};
+
+/// A producer of a queue on another node that stores each of its batches
+/// exactly once, across lost connections and its own restarts
+/// (docs/distributed.md, Retried batches). Each batch gets the next number
+/// of the producer's name (batch_key.hpp). When the node is lost while a
+/// batch is on its way, the producer connects again and sends the batch
+/// again, and the queue stores only what it did not have: nothing of a batch
+/// it stored whole, the rest of one it stored in part.
+///
+/// The name is the producer's identity at the queue: give each producer its
+/// own, and the same one when it restarts. A restarted producer goes on
+/// where the queue says: resumed_after() batches of its input were stored by
+/// its earlier run (skip them; the input must yield the same batches in the
+/// same order). Threads may share one producer: their calls take turns.
+class remote_producer {
+public:
+  /// Connects to `address` and looks up `queue` (retrying a lost node as
+  /// enqueue_many does), and asks the queue where `producer` stands. Throws
+  /// what connect() and remote_node::queue() throw, unavailable_error after
+  /// retry_for, and invalid_argument_error for an empty producer name.
+  remote_producer(caf::actor_system& sys, std::string address, std::string queue,
+                  std::string producer, remote_producer_options opts = {});
+  remote_producer(remote_producer&&) noexcept;
+  remote_producer& operator=(remote_producer&&) noexcept;
+  ~remote_producer();
+
+  /// Batches of this producer's name the queue held whole when it started,
+  /// stored by an earlier run: the next batch is number resumed_after() + 1.
+  uint64_t resumed_after() const;
+  /// Stores every row of `batch` (leading dimension, as enqueue_many) once,
+  /// waiting for room as long as `timeout`. A lost node is retried as the
+  /// options say. Throws what enqueue_many throws (cancelled_error on a
+  /// closed queue, deadline_exceeded_error after `timeout`, ...): the rows
+  /// stored before stay stored, as in TensorFlow, and the batch is done with.
+  /// Throws unavailable_error when the node stayed lost for retry_for: the
+  /// batch may then be stored in part or whole, and a producer started later
+  /// with this name stores the rest of it (resumed_after()); this one then
+  /// refuses every later call (failed_precondition_error).
+  void enqueue_many(const element& batch,
+                    std::chrono::nanoseconds timeout = wait_forever);
+  /// Batches this producer stored (not counting resumed_after()).
+  uint64_t stored() const;
+  /// Times the node was found lost and connected again.
+  uint64_t reconnections() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
 
 namespace detail {
 

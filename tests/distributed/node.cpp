@@ -13,6 +13,13 @@
 //            batch = batch_reader dequeue_up_to 32) and appends each value
 //            to --node.out as it is taken (one write per row, so a kill -9
 //            keeps what was taken); "ready" first, once connected
+//   produce-keyed  a quern::remote_producer named producer-<id> stores
+//            --node.count rows id*1e6+seq in batches of 5, going on after the
+//            batches the queue says an earlier run stored (printing "resumed
+//            after N batches"); appends each row of a batch the queue
+//            acknowledged to --node.out, prints "retrying: <why>" to stderr
+//            at each retry and "reconnections N" at the end; connect timeout
+//            --node.timeout-ms
 //   close    connects and closes the queue
 //   wait-stop  connects and waits in the host's coordinator's
 //            wait_for_stop() (no timeout)
@@ -244,6 +251,38 @@ int produce(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int produce_keyed(quern::actor_system& sys, node_config& cfg) {
+  constexpr int64_t batch_rows = 5;
+  quern::remote_producer_options opts;
+  opts.connect.timeout = std::chrono::milliseconds{cfg.timeout_ms};
+  opts.on_retry = [](const std::string& why) {
+    std::cerr << "retrying: " << why << "\n";
+  };
+  quern::remote_producer producer{sys, cfg.address, "rows",
+                                  "producer-" + std::to_string(cfg.id), opts};
+  std::cout << "resumed after " << producer.resumed_after() << " batches" << std::endl;
+  auto base = cfg.id * 1000000;
+  auto first = static_cast<int64_t>(producer.resumed_after()) * batch_rows;
+  for (int64_t i = first; i < cfg.count; i += batch_rows) {
+    std::vector<int64_t> vs;
+    for (int64_t j = i; j < std::min(cfg.count, i + batch_rows); ++j)
+      vs.push_back(base + j);
+    auto n = static_cast<int64_t>(vs.size());
+    producer.enqueue_many(
+        quern::element{quern::tensor::from_values(quern::tensor_shape{n}, vs)});
+    std::string acked;
+    for (auto v : vs)
+      acked += std::to_string(v) + "\n";
+    append_line(cfg.out, acked.substr(0, acked.size() - 1));
+  }
+  std::cout << "reconnections " << producer.reconnections() << std::endl;
+  if (cfg.close_after) {
+    auto node = quern::connect(sys, cfg.address);
+    quern::blocking_queue{sys, node.queue("rows")}.close();
+  }
+  return 0;
+}
+
 int consume(quern::actor_system& sys, node_config& cfg) {
   auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd < 0)
@@ -459,6 +498,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return host(sys, cfg);
   if (cfg.role == "produce")
     return produce(sys, cfg);
+  if (cfg.role == "produce-keyed")
+    return produce_keyed(sys, cfg);
   if (cfg.role == "consume")
     return consume(sys, cfg);
   if (cfg.role == "close")

@@ -8,7 +8,8 @@ target_link_libraries(quern_test_distributed_node PRIVATE quern::actors quern::l
 
 # quern-node's tests join the suite when the tools are built.
 set(quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/producer_test.cpp)
 set(quern_distributed_libs quern::actors quern::logging)
 if(TARGET quern-node)
   list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/quern_node_test.cpp)

@@ -144,6 +144,17 @@ scalars.scalar("worker1/loss", 0.25, 10);
 // docs-snippet-end
 }
 
+void distributed_producer(quern::actor_system& sys,
+                          const std::vector<quern::element>& batches) {
+// docs-snippet-begin: distributed-producer
+// a producer that may lose its connection, or be killed and started again
+quern::remote_producer producer{sys, "127.0.0.1:7000", "examples", "reader-1"};
+// An earlier run of "reader-1" may have stored some batches: go on after them.
+for (auto i = producer.resumed_after(); i < batches.size(); ++i)
+  producer.enqueue_many(batches[i]);  // stored once, however often it is sent
+// docs-snippet-end
+}
+
 void distributed_tls_host() {
 // docs-snippet-begin: distributed-tls-host
 // the host: its certificate, its key (encrypted here) and the deployment's own CA
