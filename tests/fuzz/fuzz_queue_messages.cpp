@@ -9,11 +9,13 @@
 // or of one that does not), enqueue_many of 0 to 4 rows, dequeue,
 // dequeue_many and dequeue_up_to of -1 to 4 rows, pulls (demands cut any, as rows or one
 // batch) of 0 to 3 rows, give_back of rows (some that do not fit), push, unpull, close
-// with and without cancel. One actor system serves every input; a scoped_actor sends each
-// operation one-way, so every answer comes back as an ordinary message, in the order the
-// queue produced it. Enqueues and dequeues carry timeout 0 (an attempt that cannot
-// complete at once is answered deadline_exceeded by the queue, Q-80), and every receive
-// gives up after 10 s: a lost answer is reported, never waited for.
+// with and without cancel, and keyed enqueues of two producers (new batches, retries
+// that store only what the queue lacks, stale and older requests refused). One actor
+// system serves every input; a scoped_actor sends each operation one-way, so every answer
+// comes back as an ordinary message, in the order the queue produced it. Enqueues and
+// dequeues carry timeout 0 (an attempt that cannot complete at once is answered
+// deadline_exceeded by the queue, Q-80), and every receive gives up after 10 s: a lost
+// answer is reported, never waited for.
 //
 // The model mirrors the pending-attempt rules (docs/semantics.md Q-10..Q-81):
 // the stored rows (exact order for FIFO and padding; a multiset for shuffle;
@@ -561,7 +563,7 @@ private:
   }
 
   void one_step() {
-    auto op = in_.u8() % 13;
+    auto op = in_.u8() % 14;
     switch (op) {
     case 0:
     case 1: { // enqueue a row that fits; an attempt that must wait times out
@@ -587,21 +589,8 @@ private:
     }
     case 3: { // enqueue_many of 0 to 4 rows of one shape
       size_t n = in_.u8() % 5u;
-      auto shapes = row_shapes(q_, in_);
       std::vector<element> rows;
-      for (size_t i = 0; i < n; ++i)
-        rows.push_back(rows_.row(q_, shapes, in_));
-      element batch;
-      for (size_t i = 0; i < q_.spec.num_components(); ++i) {
-        std::vector<tensor> column;
-        for (auto& r : rows)
-          column.push_back(r.components[i]);
-        auto row_shape = i == 0 && q_.kind == queue_kind::priority
-                             ? tensor_shape{}
-                             : shapes[i - (q_.kind == queue_kind::priority ? 1 : 0)];
-        batch.components.push_back(
-            tensor::stack_or_empty(column, q_.spec.dtypes[i], row_shape));
-      }
+      auto batch = new_batch(n, rows);
       c_.send(enqueue_many_atom::value, batch, no_wait);
       auto a = c_.reply();
       if (n == 0) { // at once, even when closed
@@ -704,6 +693,9 @@ private:
       }
       return;
     }
+    case 12:
+      keyed_step();
+      return;
     case 11: { // unpull: pending pulls answered cancelled
       c_.send(unpull_atom::value);
       c_.size(); // barrier
@@ -734,6 +726,71 @@ private:
       return;
     }
     }
+  }
+
+  /// `n` new rows of one shape (in `rows`) and their batch.
+  element new_batch(size_t n, std::vector<element>& rows) {
+    auto shapes = row_shapes(q_, in_);
+    for (size_t i = 0; i < n; ++i)
+      rows.push_back(rows_.row(q_, shapes, in_));
+    element batch;
+    for (size_t i = 0; i < q_.spec.num_components(); ++i) {
+      std::vector<tensor> column;
+      for (auto& r : rows)
+        column.push_back(r.components[i]);
+      auto row_shape = i == 0 && q_.kind == queue_kind::priority
+                           ? tensor_shape{}
+                           : shapes[i - (q_.kind == queue_kind::priority ? 1 : 0)];
+      batch.components.push_back(
+          tensor::stack_or_empty(column, q_.spec.dtypes[i], row_shape));
+    }
+    return batch;
+  }
+
+  /// A keyed enqueue (enqueue_keyed) of producer "a" or "b": a new batch, a
+  /// retry of its last one (the queue stores only what it does not hold), a
+  /// request with a number already seen, or an older batch. Attempts cannot
+  /// wait (timeout 0), so none is ever replaced.
+  void keyed_step() {
+    auto who = in_.u8() % 2u;
+    auto& p = producers_[who];
+    std::string name = who == 0 ? "a" : "b";
+    auto kind = p.batch == 0 ? 1 : in_.u8() % 4u;
+    auto send = [&](uint64_t batch, uint64_t attempt) {
+      c_.send(enqueue_keyed_atom::value, batch_key{name, batch, attempt}, p.data,
+              no_wait);
+      return c_.reply();
+    };
+    if (kind >= 2) { // refused: neither stores nor counts as an attempt
+      auto a = kind == 2 ? send(p.batch, p.attempt) : send(p.batch - 1, p.attempt + 1);
+      expect_error(a, kind == 2          ? error_code::aborted
+                      : p.batch - 1 == 0 ? error_code::invalid_argument
+                                         : error_code::failed_precondition);
+      return;
+    }
+    if (kind == 1) { // a new batch of 1 to 4 rows
+      p.rows.clear();
+      p.data = new_batch(1 + in_.u8() % 4u, p.rows);
+      ++p.batch;
+      p.stored = 0;
+    }
+    auto a = send(p.batch, ++p.attempt);
+    auto n = p.rows.size();
+    if (p.stored == n) { // held whole: answered without storing
+      PROMISE(a.what == answer::kind::count && a.count == static_cast<int32_t>(n));
+      return;
+    }
+    if (m_.closed) {
+      expect_error(a, make_error(error_code::cancelled, kind_name(true) + " is closed."));
+      return;
+    }
+    std::vector<element> rest(p.rows.begin() + static_cast<std::ptrdiff_t>(p.stored),
+                              p.rows.end());
+    p.stored += store_rows(rest); // the rows stored before stay
+    if (p.stored == n)
+      PROMISE(a.what == answer::kind::count && a.count == static_cast<int32_t>(n));
+    else
+      expect_error(a, error_code::deadline_exceeded);
   }
 
   void dequeue_many(const answer& a, bool up_to, int32_t n) {
@@ -804,6 +861,15 @@ private:
   model m_;
   client c_;
   row_maker rows_;
+  /// The keyed producers "a" and "b" as the queue should know them.
+  struct keyed_producer {
+    uint64_t batch = 0;
+    uint64_t attempt = 0;
+    std::vector<element> rows; // of its last batch
+    element data;              // that batch as sent
+    size_t stored = 0;         // of its rows
+  };
+  keyed_producer producers_[2];
 };
 
 std::optional<queue_under_test> make_queue(input& in) {
