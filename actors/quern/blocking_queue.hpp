@@ -184,10 +184,14 @@ private:
 /// handed to the queue's stream; up to `window` elements may be in flight.
 /// flush() waits until every pushed element is stored and throws the first
 /// error (e.g. cancelled_error once the queue closed); stored() counts what
-/// the queue confirmed. The destructor hands rows not yet sent to the queue
-/// without waiting (they are stored in order or refused on close): call
-/// flush() to wait and to learn errors. Threads may share one writer: its
-/// calls take turns (rows of one thread keep their order).
+/// the queue confirmed. While two pushes await the queue's answer, rows and
+/// batches pushed meanwhile wait in the writer and then travel together, in
+/// one message: the next push or push_batch that finds a push answered
+/// sends them, and so do flush() and the destructor. The destructor hands
+/// them to the queue without waiting (they are stored in order or refused on
+/// close): call flush() to wait and to learn errors, and before waiting for
+/// the rows elsewhere. Threads may share one writer: its calls take turns
+/// (rows of one thread keep their order).
 class queue_writer {
 public:
   queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 1024);
@@ -201,7 +205,8 @@ public:
   /// Hands every row of `batch` (leading dimension) to the queue as one
   /// attempt: a FIFO queue stores the batch without touching its rows, and a
   /// batch_reader may get it back as the very same tensors. Rows pushed
-  /// before go first. Counted and windowed like rows; throws like push().
+  /// before go first. Counted and windowed like rows (a batch larger than
+  /// the window goes alone); throws like push().
   void push_batch(element batch);
   /// Waits until every pushed row is stored or refused; throws the first
   /// error.
@@ -219,7 +224,11 @@ private:
 
   detail::stream_client stream_; // its ledger: pushes awaiting an ack, in rows
   size_t window_;
-  std::vector<element> pending_; // not sent yet
+  // Not sent yet: rows, or batches (never both: a push of the other kind
+  // sends what waits first).
+  std::vector<element> pending_;
+  std::vector<element> pending_batches_;
+  size_t pending_batch_rows_ = 0;
   int64_t stored_ = 0;
   int64_t refused_ = 0;
 };

@@ -48,7 +48,8 @@ namespace quern {
 //    holds its payload as a variant.
 // 6: floats and doubles of summaries travel as their bits (CAF's own packing
 //    never returns for an infinity); the node's lookup of summary writers.
-// 7: enqueue_keyed and producer_mark, for producers that retry (batch_key).
+// 7: enqueue_keyed and producer_mark, for producers that retry (batch_key);
+//    push_batch carries several batches.
 constexpr uint32_t wire_version = 7;
 
 /// `quern-wire-<wire_version>`.

@@ -243,8 +243,8 @@ element pull_stream::pull() {
 // -- queue_writer -----------------------------------------------------------------
 
 // At most this many pushes are in flight: one being served, one filling up
-// behind it. Rows pushed meanwhile gather in pending_ and travel together, so
-// the message count falls as the load rises.
+// behind it. Rows (or batches) pushed meanwhile gather in the writer and
+// travel together, so the message count falls as the load rises.
 constexpr size_t max_pushes_in_flight = 2;
 
 queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
@@ -255,8 +255,8 @@ queue_writer::~queue_writer() {
   // Hand every accepted row to the queue without waiting for room: the
   // queue stores them in order, or refuses them if it closes first. A
   // destructor must not block on a full queue that nobody drains.
-  if (!stream_.end && !pending_.empty())
-    stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
+  if (!stream_.end)
+    send_pending();
 }
 
 void queue_writer::await_one() {
@@ -281,16 +281,25 @@ void queue_writer::poll() {
 }
 
 void queue_writer::send_pending() {
-  if (pending_.empty())
-    return;
-  stream_.ledger.sent(pending_.size());
-  stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
-  pending_.clear();
+  if (!pending_.empty()) {
+    stream_.ledger.sent(pending_.size());
+    stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
+    pending_.clear();
+  }
+  if (!pending_batches_.empty()) {
+    stream_.ledger.sent(pending_batch_rows_);
+    stream_.self->send(stream_.queue, push_batch_atom::value,
+                       std::move(pending_batches_));
+    pending_batches_.clear();
+    pending_batch_rows_ = 0;
+  }
 }
 
 void queue_writer::fail_pending() {
-  refused_ += static_cast<int64_t>(pending_.size());
+  refused_ += static_cast<int64_t>(pending_.size() + pending_batch_rows_);
   pending_.clear();
+  pending_batches_.clear();
+  pending_batch_rows_ = 0;
   throw_error(stream_.end);
 }
 
@@ -310,6 +319,8 @@ void queue_writer::push(element e) {
     ++refused_; // push() refuses its row once the stream failed
     throw_error(stream_.end);
   }
+  if (!pending_batches_.empty())
+    send_pending(); // batches pushed before go first
   pending_.push_back(std::move(e));
   poll();
   auto& in_flight = stream_.ledger;
@@ -331,16 +342,20 @@ void queue_writer::push_batch(element batch) {
   }
   // Rows pushed before go first: the queue serves one producer's messages
   // in order.
-  send_pending();
+  if (!pending_.empty())
+    send_pending();
+  pending_batches_.push_back(std::move(batch));
+  pending_batch_rows_ += rows;
   poll();
-  while (!stream_.ledger.empty() && stream_.ledger.units() + rows > window_)
+  // Within the window a batch may wait here for a push to be answered; past
+  // it the writer waits for the queue.
+  auto& in_flight = stream_.ledger;
+  while (!in_flight.empty() && in_flight.units() + pending_batch_rows_ > window_)
     await_one();
-  if (stream_.end) {
-    refused_ += static_cast<int64_t>(rows);
-    throw_error(stream_.end);
-  }
-  stream_.ledger.sent(rows);
-  stream_.self->send(stream_.queue, push_batch_atom::value, std::move(batch));
+  if (stream_.end)
+    fail_pending();
+  if (in_flight.messages() < max_pushes_in_flight)
+    send_pending();
 }
 
 void queue_writer::flush() {

@@ -90,7 +90,7 @@ public:
           return marks_.position(producer);
         },
         [this](push_atom, std::vector<element>& rows) { push_rows(rows); },
-        [this](push_batch_atom, element& batch) { push_batch(batch); },
+        [this](push_batch_atom, std::vector<element>& batches) { push_batch(batches); },
         [this](pull_atom, const demand& d) { pull(d); },
         [this](give_back_atom, std::vector<element>& rows) { give_back(rows); },
         [](taken_atom, uint64_t) {}, // a relay's business (remote_facade.cpp)
@@ -180,17 +180,19 @@ private:
     push(std::move(list), std::move(done));
   }
 
-  void push_batch(element& batch) {
+  // Every batch is validated before any is stored: one that does not fit
+  // refuses the whole push, as a row does push's.
+  void push_batch(std::vector<element>& batches) {
     auto done = detail::completion::pushed_to(current_sender());
-    int64_t rows = 0;
+    detail::row_list list;
     try {
-      rows = validate_enqueue_many(core_.spec(), batch);
+      for (auto& b : batches)
+        if (auto rows = validate_enqueue_many(core_.spec(), b); rows > 0)
+          list.push_back(detail::row_run::batch(std::move(b), rows));
     } catch (const op_error& ex) {
       done.deliver_count(this, 0, ex.to_error());
       return;
     }
-    detail::row_list list;
-    list.push_back(detail::row_run::batch(std::move(batch), rows));
     push(std::move(list), std::move(done));
   }
 

@@ -178,8 +178,8 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
       [self](push_atom a, std::vector<element>& rows) {
         self->delegate(self->state.remote, a, std::move(rows));
       },
-      [self](push_batch_atom a, element& b) {
-        self->delegate(self->state.remote, a, std::move(b));
+      [self](push_batch_atom a, std::vector<element>& bs) {
+        self->delegate(self->state.remote, a, std::move(bs));
       },
       [self](pull_atom a, const demand& d) { self->delegate(self->state.remote, a, d); },
       [self](give_back_atom a, std::vector<element>& rows) {

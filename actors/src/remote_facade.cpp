@@ -151,7 +151,9 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       },
       // Streamed: sent as this relay, so the queue answers it (below).
       [=](push_atom a, std::vector<element>& rows) { self->send(q, a, std::move(rows)); },
-      [=](push_batch_atom a, element& b) { self->send(q, a, std::move(b)); },
+      [=](push_batch_atom a, std::vector<element>& bs) {
+        self->send(q, a, std::move(bs));
+      },
       [=](pull_atom a, const demand& d) {
         book->as_rows = d.as_rows;
         book->owed.sent(static_cast<size_t>(d.as_rows ? d.n : d.count));
@@ -260,7 +262,7 @@ queue_actor::behavior_type facade_behavior(facade_ptr self, queue_actor q) {
         return pass(self, a, std::move(producer));
       },
       [=](push_atom a, std::vector<element>& rows) { pass(self, a, std::move(rows)); },
-      [=](push_batch_atom a, element& b) { pass(self, a, std::move(b)); },
+      [=](push_batch_atom a, std::vector<element>& bs) { pass(self, a, std::move(bs)); },
       [=](pull_atom a, const demand& d) { pass(self, a, d); },
       [=](give_back_atom a, std::vector<element>& rows) {
         pass(self, a, std::move(rows));

@@ -102,7 +102,8 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
     for (auto& piece : out.pieces()) {
       if (piece.is_batch) {
         p.pushes.push_back(piece.batch.batch_size());
-        self->send(p.queue, push_batch_atom::value, std::move(piece.batch));
+        self->send(p.queue, push_batch_atom::value,
+                   std::vector<element>{std::move(piece.batch)});
       } else {
         p.pushes.push_back(static_cast<int64_t>(piece.rows.size()));
         self->send(p.queue, push_atom::value, std::move(piece.rows));

@@ -32,8 +32,9 @@ using producer_mark_atom = caf::atom_constant<caf::atom("prod_mark")>;
 using push_atom = caf::atom_constant<caf::atom("push")>;
 /// queue -> producer: how many rows of one push were stored, and why not all.
 using pushed_atom = caf::atom_constant<caf::atom("pushed")>;
-/// producer -> queue: one batch (leading dimension) to store row by row, as
-/// one enqueue attempt; answered with pushed like push.
+/// producer -> queue: batches (leading dimension), their rows stored in
+/// order as one enqueue attempt; answered with pushed like push. A writer
+/// sends the batches pushed while earlier pushes await their answer together.
 using push_batch_atom = caf::atom_constant<caf::atom("push_batch")>;
 /// consumer -> queue: a demand (quern/demand.hpp): `count` batches of n rows.
 using pull_atom = caf::atom_constant<caf::atom("pull")>;

@@ -67,8 +67,8 @@ using strict_queue_actor = caf::typed_actor<
 ///   push(rows)     each row an enqueue attempt; the queue answers the sender
 ///                  with pushed(stored, error) once the whole push completed
 ///                  or failed (error is none when all rows were stored).
-///   push_batch(b)  the rows of batch `b` as one attempt (no per-row work in
-///                  a FIFO queue); answered like push.
+///   push_batch(bs) the rows of the batches `bs`, in order, as one attempt
+///                  (no per-row work in a FIFO queue); answered like push.
 ///   pull(demand)   demand for `count` batches of n rows (demand.hpp), served
 ///                  in order like `count` strict dequeues; rows are held
 ///                  incrementally like dequeue_many's. The queue answers
@@ -92,7 +92,7 @@ using strict_queue_actor = caf::typed_actor<
 ///                  `timeout` with a diagnosis.
 using streaming_queue_actor =
     caf::typed_actor<caf::reacts_to<push_atom, std::vector<element>>,
-                     caf::reacts_to<push_batch_atom, element>,
+                     caf::reacts_to<push_batch_atom, std::vector<element>>,
                      caf::reacts_to<pull_atom, demand>,
                      caf::reacts_to<give_back_atom, std::vector<element>>,
                      caf::reacts_to<taken_atom, uint64_t>, caf::reacts_to<unpull_atom>,

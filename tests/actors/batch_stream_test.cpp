@@ -257,3 +257,44 @@ TEST_CASE_METHOD(system_fixture, "exact batch_readers refuse unshaped queues",
   CHECK_THROWS_WITH(r.pull(), "FIFOQueue's DequeueMany and DequeueUpTo require the "
                               "components to have specified shapes.");
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "batches pushed while two pushes wait travel together, in order",
+                 "[batch][stream]") {
+  auto q = int_queue(sys, 2);
+  probe watch{sys, q};
+  queue_writer w{sys, q, 100};
+  for (int64_t i = 0; i < 5; ++i)
+    w.push_batch(i64s(range(2 * i, 2 * i + 2)));
+  // The first is stored; the others wait for room at the queue or, past two
+  // pushes in flight, in the writer: within its window push_batch returned.
+  CHECK(watch.sync() == 2);
+  w.push(i64(10)); // a row after them: they go first
+  std::vector<int64_t> seen;
+  std::thread consumer{[&] {
+    blocking_queue b{sys, q};
+    for (int i = 0; i < 11; ++i)
+      seen.push_back(value_of(b.dequeue()));
+  }};
+  w.flush();
+  consumer.join();
+  CHECK(w.stored() == 11);
+  CHECK(seen == range(0, 11));
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "a push of batches with one that does not fit stores none of them",
+                 "[batch][stream][Q-20]") {
+  probe p{sys, int_queue(sys, 10)};
+  p.send(push_batch_atom::value,
+         std::vector<element>{i64s({1, 2}), element{tensor::vector<float>({3})}});
+  int32_t stored = -1;
+  caf::error err;
+  p.self()->receive([&](pushed_atom, int32_t n, caf::error& e) {
+    stored = n;
+    err = std::move(e);
+  });
+  CHECK(stored == 0);
+  CHECK(code_of(err) == error_code::invalid_argument);
+  CHECK(p.size() == 0);
+}
