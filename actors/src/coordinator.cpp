@@ -32,8 +32,8 @@ struct watched_actor {
 
 struct pending_join {
   /// The snapshot, in registration order, with names.
-  std::vector<std::pair<caf::actor_id, std::string>> snapshot;
-  std::set<caf::actor_id> alive;
+  std::vector<std::pair<caf::actor_addr, std::string>> snapshot;
+  std::set<caf::actor_addr> alive;
   caf::timespan grace{0};
   bool grace_started = false;
   caf::typed_response_promise<join_report> rp;
@@ -47,7 +47,8 @@ struct coordinator_state {
   bool stop = false;
   bool joined = false;
   caf::error error;
-  std::unordered_map<caf::actor_id, watched_actor> watched;
+  // By address: ids repeat across processes (one program's runners, two processes).
+  std::unordered_map<caf::actor_addr, watched_actor> watched;
   uint64_t next_seq = 0;
   std::map<uint64_t, pending_join> joins;
   uint64_t next_join = 0;
@@ -174,7 +175,7 @@ bool do_request_stop(coordinator_ptr self, const caf::error& err) {
 void watch(coordinator_ptr self, const caf::actor& a, std::string name, bool registered,
            bool push_stop, bool report_errors) {
   auto& st = self->state;
-  auto i = st.watched.find(a.id());
+  auto i = st.watched.find(a.address());
   if (i == st.watched.end()) {
     watched_actor w;
     w.handle = a;
@@ -183,7 +184,7 @@ void watch(coordinator_ptr self, const caf::actor& a, std::string name, bool reg
     w.registered = registered;
     w.push_stop = push_stop;
     w.report_errors = report_errors;
-    st.watched.emplace(a.id(), std::move(w));
+    st.watched.emplace(a.address(), std::move(w));
     self->monitor(a);
   } else if (registered) {
     auto& w = i->second;
@@ -222,8 +223,7 @@ void warn_join(coordinator_ptr self, uint64_t id) {
 }
 
 // Shut down (its owning handle went away) while a join or wait_for_stop
-// waits: answer them, so no thread waits forever for a coordinator that is
-// gone.
+// waits: answer them, so no thread waits forever for a coordinator gone.
 void coordinator_exit(coordinator_ptr self, const caf::exit_msg& msg) {
   auto& st = self->state;
   auto gone = make_error(error_code::cancelled,
@@ -241,7 +241,7 @@ void coordinator_exit(coordinator_ptr self, const caf::exit_msg& msg) {
 // joins that wait for it learn it.
 void watched_down(coordinator_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  auto id = dm.source.id();
+  const auto& id = dm.source;
   auto i = st.watched.find(id);
   if (i == st.watched.end())
     return;
@@ -278,11 +278,11 @@ caf::result<join_report> start_join(coordinator_ptr self, std::vector<caf::actor
   for (auto& a : actors)
     if (a)
       watch(self, a, {}, false, false, false);
-  std::vector<const std::pair<const caf::actor_id, watched_actor>*> members;
-  std::set<caf::actor_id> given;
+  std::vector<const std::pair<const caf::actor_addr, watched_actor>*> members;
+  std::set<caf::actor_addr> given;
   for (auto& a : actors)
     if (a)
-      given.insert(a.id());
+      given.insert(a.address());
   for (auto& kv : st.watched)
     if (kv.second.registered || given.count(kv.first) > 0)
       members.push_back(&kv);

@@ -646,6 +646,34 @@ TEST_CASE("distributed a runner whose coordinator's process dies stops") {
   CHECK(contains(quern::test::read_file(out), "stopped"));
 }
 
+TEST_CASE("distributed joins of runners from two processes of one program wait each for "
+          "its own") {
+  // Two processes of the same program register runners with the host's
+  // coordinator: their workers have the same actor ids. The coordinator
+  // once kept its actors by id alone, took the second process's workers for
+  // the first's, and answered the second's join when the first's runner
+  // ended: the second then went on (and dropped its remote_node) while its
+  // runner still ran, losing the rows it had not stored (the flagship over
+  // processes lost rows this way on a loaded machine).
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=1000"});
+  auto a_out = dir.file("a.out");
+  auto a = start_client(dir, "feeder-1", host.address,
+                        {"--node.role=feed-and-join", "--node.id=1", "--node.count=50",
+                         "--node.pace-ms=10", "--node.out=" + a_out});
+  require_ready(*a, a_out);
+  auto b_out = dir.file("b.out");
+  auto b = start_client(dir, "feeder-2", host.address,
+                        {"--node.role=feed-and-join", "--node.id=2", "--node.count=250",
+                         "--node.pace-ms=10", "--node.out=" + b_out});
+  require_exit(*a, 0);
+  require_exit(*b, 0);
+  CHECK(contains(a->out(), "joined after 50 rows"));
+  CHECK(contains(b->out(), "joined after 250 rows"));
+  test_peer peer{host.address};
+  CHECK(quern::blocking_queue{peer.sys, peer.node.queue("rows")}.size() == 300);
+}
+
 TEST_CASE("distributed join while a remote runner's process dies ends, naming the lost "
           "runner") {
   // A runner of the feeder's process is registered with the host's

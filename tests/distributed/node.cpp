@@ -25,6 +25,11 @@
 //            wait_for_stop() (no timeout)
 //   feed-until-stop  a queue runner registered with the host's
 //            coordinator feeds 'rows' until stop is requested
+//   feed-and-join  a queue runner of one blocking op registered with the
+//            host's coordinator stores --node.count rows (a pause of
+//            --node.pace-ms before each), its queue left open; "ready" in
+//            --node.out once started, then join(threads) on the coordinator:
+//            exit 3 if join returned while the runner still ran
 //   connect  connects within --node.timeout-ms, asks queue 'rows' its size
 //            and prints "connected"
 //   anon-connect  CAF's openssl module without certificates (anonymous TLS,
@@ -362,6 +367,37 @@ int feed_until_stop(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int feed_and_join(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  auto op = quern::blocking_op([next, count = cfg.count, pace = cfg.pace_ms,
+                                base = cfg.id * 1000000](quern::blocking_run& run) {
+    auto i = (*next)++;
+    if (i >= count) {
+      run.end();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{pace});
+    run.emit(row(base + i));
+  });
+  quern::queue_runner_options opts;
+  opts.name = "feeder-" + std::to_string(cfg.id);
+  opts.close_op = std::nullopt;
+  quern::queue_runner runner{node.queue("rows"), {op}, opts};
+  quern::coordinator coord{sys, node.coordinator()};
+  auto threads = runner.start(sys, coord.actor());
+  append_line(cfg.out, "ready");
+  coord.join(threads);
+  if (runner.running()) {
+    std::cerr << "feed-and-join: join returned while the runner ran (" << *next << " of "
+              << cfg.count << " rows)\n";
+    return 3;
+  }
+  std::cout << "joined after " << std::min(next->load(), cfg.count) << " rows"
+            << std::endl;
+  return 0;
+}
+
 int close_queue(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   quern::blocking_queue{sys, node.queue("rows")}.close();
@@ -508,6 +544,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return wait_stop(sys, cfg);
   if (cfg.role == "feed-until-stop")
     return feed_until_stop(sys, cfg);
+  if (cfg.role == "feed-and-join")
+    return feed_and_join(sys, cfg);
   if (cfg.role == "connect")
     return connect_only(sys, cfg);
   if (cfg.role == "anon-connect")
