@@ -3,7 +3,9 @@
 // the host's queue 'rows' while the host freezes or the producer is killed
 // and started again; a consumer then takes every row exactly once.
 #include <csignal>
+#include <memory>
 #include <set>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -33,6 +35,16 @@ size_t count_of(const std::string& s, const std::string& part) {
   for (auto i = s.find(part); i != std::string::npos; i = s.find(part, i + 1))
     ++n;
   return n;
+}
+
+// A consumer that takes every row until the queue is closed, and its file.
+std::pair<std::unique_ptr<child>, std::string> start_consumer(const scratch_dir& dir,
+                                                              const host_process& host) {
+  auto out = dir.file("consumer.out");
+  return {
+      start_client(dir, "consumer", host.address,
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out}),
+      out};
 }
 
 // The rows of producer `id` the consumer took are exactly those it made.
@@ -68,10 +80,7 @@ TEST_CASE("distributed a remote_producer whose host froze with a batch half stor
   INFO(producer->report());
   REQUIRE(retrying);
   host.proc->signal(SIGCONT);
-  auto out = dir.file("consumer.out");
-  auto consumer =
-      start_client(dir, "consumer", host.address,
-                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out});
+  auto [consumer, out] = start_consumer(dir, host);
   require_exit(*producer, 0);
   require_exit(*consumer, 0);
   CHECK(contains(producer->out(), "resumed after 0 batches"));
@@ -101,10 +110,7 @@ TEST_CASE("distributed a remote_producer started again after a kill goes on wher
   args.back() = "--node.out=" + dir.file("second.out");
   args.push_back("--node.close-after");
   auto second = start_client(dir, "second", host.address, args);
-  auto out = dir.file("consumer.out");
-  auto consumer =
-      start_client(dir, "consumer", host.address,
-                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out});
+  auto [consumer, out] = start_consumer(dir, host);
   require_exit(*second, 0);
   require_exit(*consumer, 0);
   CHECK(contains(second->out(), "resumed after 1 batches"));
