@@ -24,6 +24,10 @@
 //              (two loopback hops, as producer -> host -> consumer)
 //   inproc     a producer thread and a consumer thread with the same clients
 //              on a FIFO queue of its own process
+// A TLS run ("remote TLS batches") repeats the remote one with mutual TLS
+// (CAF's openssl module), its CA and certificate made by the openssl command
+// in a directory under /tmp before anything is timed (left out, saying why,
+// where that fails).
 // Timing starts when the producer (source) has connected and begins, ends
 // when the consumer (sink) checked the last row; the start and end come from
 // different processes, read on CLOCK_MONOTONIC (one clock for the machine).
@@ -53,6 +57,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -98,6 +103,9 @@ struct params {
   size_t threads = 1;
   int rounds = 3;
   double timeout = 300;
+  // A directory with ca.pem, node.pem and node.key: the processes of a TLS
+  // run use them (one certificate for all, signed by the CA).
+  std::string tls_dir;
 };
 
 // -- what every role shares --------------------------------------------------------
@@ -291,10 +299,19 @@ void tune(Config& cfg, const params& p) {
     cfg.set("scheduler.max-threads", p.threads);
 }
 
+/// remote_config, over TLS (mutual, by the CA of --tls-dir) when given.
+std::unique_ptr<remote_config> remote_config_of(const params& p) {
+  auto cfg = p.tls_dir.empty() ? std::make_unique<remote_config>()
+                               : std::make_unique<remote_config>(tls_options{
+                                     p.tls_dir + "/node.pem", p.tls_dir + "/node.key", "",
+                                     p.tls_dir + "/ca.pem"});
+  tune(*cfg, p);
+  return cfg;
+}
+
 int host(const params& p) {
-  remote_config cfg;
-  tune(cfg, p);
-  actor_system sys{cfg};
+  auto cfg = remote_config_of(p);
+  actor_system sys{*cfg};
   auto q = make_queue(sys, p);
   auto srv = serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}});
   auto cpu0 = cpu_seconds();
@@ -310,9 +327,8 @@ int host(const params& p) {
 }
 
 int producer(const params& p, const std::string& address, bool single) {
-  remote_config cfg;
-  tune(cfg, p);
-  actor_system sys{cfg};
+  auto cfg = remote_config_of(p);
+  actor_system sys{*cfg};
   auto node = connect(sys, address);
   auto q = node.queue("rows");
   auto cpu0 = cpu_seconds();
@@ -327,9 +343,8 @@ int producer(const params& p, const std::string& address, bool single) {
 }
 
 int consumer(const params& p, const std::string& address, bool single) {
-  remote_config cfg;
-  tune(cfg, p);
-  actor_system sys{cfg};
+  auto cfg = remote_config_of(p);
+  actor_system sys{*cfg};
   auto node = connect(sys, address);
   auto q = node.queue("rows");
   double cpu0 = 0;
@@ -701,19 +716,28 @@ public:
         deadline_(clk::now() + std::chrono::duration_cast<clk::duration>(
                                    std::chrono::duration<double>(p.timeout))) {}
 
-  /// Producer process -> queue in the host process -> consumer process.
-  run_result remote(bool single) {
+  /// Producer process -> queue in the host process -> consumer process, over
+  /// TLS with the certificates of `tls_dir` unless it is empty.
+  run_result remote(bool single, const std::string& tls_dir = "") {
     auto mode = single ? "single" : "batch";
-    auto what = std::string("quern remote ") + mode + " run: ";
+    auto what =
+        std::string("quern remote ") + mode + (tls_dir.empty() ? "" : " TLS") + " run: ";
+    auto tls = [&](std::vector<std::string> args) {
+      if (!tls_dir.empty()) {
+        args.push_back("--tls-dir");
+        args.push_back(tls_dir);
+      }
+      return with(std::move(args));
+    };
     try {
-      child host{"host", with({"--role", "host"}), deadline_, true};
+      child host{"host", tls({"--role", "host"}), deadline_, true};
       auto address = "127.0.0.1:" + host.expect("port").at("port");
       child cons{"consumer",
-                 with({"--role", "consumer", "--mode", mode, "--address", address}),
+                 tls({"--role", "consumer", "--mode", mode, "--address", address}),
                  deadline_};
       cons.expect("ready", {&host});
       child prod{"producer",
-                 with({"--role", "producer", "--mode", mode, "--address", address}),
+                 tls({"--role", "producer", "--mode", mode, "--address", address}),
                  deadline_};
       auto pr = prod.expect("producer", {&host, &cons});
       prod.wait();
@@ -833,6 +857,30 @@ private:
   std::map<std::string, double> peak_rss_;
 };
 
+/// A CA and one certificate it signed (EC keys, made by the openssl command)
+/// in a new directory under /tmp, for the TLS run; empty, with `why`, when
+/// the command fails.
+std::string make_tls_dir(std::string& why) {
+  char dir[] = "/tmp/quern-bench-tls-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) {
+    why = std::string("cannot make a directory: ") + std::strerror(errno);
+    return {};
+  }
+  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  for (const auto& args :
+       {"req -x509 " + key + " -keyout ca.key -out ca.pem -days 2 -subj /CN=bench-ca",
+        "req " + key + " -keyout node.key -out node.csr -subj /CN=bench-node",
+        std::string("x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                    "-out node.pem -days 2")}) {
+    auto cmd = std::string("cd ") + dir + " && openssl " + args + " >>openssl.log 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      why = "the openssl command failed (" + std::string(dir) + "/openssl.log)";
+      return {};
+    }
+  }
+  return dir;
+}
+
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   return xs[xs.size() / 2];
@@ -848,6 +896,18 @@ int parent(const params& p) {
                                 "--cut",          p.cut,
                                 "--threads",      std::to_string(p.threads)};
   runner run{p, args};
+  // TLS's certificates, made before anything is timed; without the openssl
+  // command the TLS run is left out, and the output says why.
+  std::string why_no_tls;
+  auto tls_dir = make_tls_dir(why_no_tls);
+  struct remove_at_end {
+    std::string dir;
+    ~remove_at_end() {
+      std::error_code ec;
+      if (!dir.empty())
+        std::filesystem::remove_all(dir, ec);
+    }
+  } tls_files{tls_dir};
   auto batch_bytes = 3.0 * 4.0 * p.rows;
   std::printf(
       "%s: 127.0.0.1, medians of %d interleaved rounds\n"
@@ -867,10 +927,13 @@ int parent(const params& p) {
       {"raw batches", [&] { return run.raw(); }, {}},
       {"remote batches", [&] { return run.remote(false); }, {}},
       {"inproc batches", [&] { return run.inproc(false); }, {}},
-      {"raw relay batches", [&] { return run.raw_relay(); }, {}}};
+      {"raw relay batches", [&] { return run.raw_relay(); }, {}},
+      {"remote TLS batches", [&] { return run.remote(false, tls_dir); }, {}}};
   std::vector<scenario> singles{{"remote singles", [&] { return run.remote(true); }, {}},
                                 {"inproc singles", [&] { return run.inproc(true); }, {}}};
   auto wanted = [&](const scenario& sc) {
+    if (sc.name.find("TLS") != std::string::npos && tls_dir.empty())
+      return false;
     return p.only.empty() || sc.name.find(p.only) != std::string::npos;
   };
   if (std::none_of(batches.begin(), batches.end(), wanted) &&
@@ -897,6 +960,8 @@ int parent(const params& p) {
     ratio(batches[1], batches[0]);
     ratio(batches[1], batches[2]);
     ratio(batches[1], batches[3]);
+    ratio(batches[4], batches[0]);
+    ratio(batches[4], batches[1]);
     ratio(singles[0], singles[1]);
   }
   auto secs = [](const std::vector<run_result>& rs) {
@@ -914,7 +979,8 @@ int parent(const params& p) {
   std::printf("\n%-44s %10s %14s\n", "batches", "MB/s", "rows/s");
   const char* labels[] = {
       "raw TCP socket, process to process", "quern remote, producer -> host -> consumer",
-      "quern in-process, thread to thread", "raw TCP, source -> relay process -> sink"};
+      "quern in-process, thread to thread", "raw TCP, source -> relay process -> sink",
+      "quern remote over TLS (mutual)"};
   for (size_t i = 0; i < batches.size(); ++i)
     if (!batches[i].results.empty())
       std::printf("  %-42s %10.0f %14.0f\n", labels[i],
@@ -924,6 +990,10 @@ int parent(const params& p) {
   print_ratio("quern remote / raw socket", "remote batches/raw batches");
   print_ratio("quern remote / in-process", "remote batches/inproc batches");
   print_ratio("quern remote / raw relay (two hops)", "remote batches/raw relay batches");
+  print_ratio("quern remote over TLS / raw socket", "remote TLS batches/raw batches");
+  print_ratio("quern remote over TLS / without TLS", "remote TLS batches/remote batches");
+  if (tls_dir.empty())
+    std::printf("  quern remote over TLS: not run, %s\n", why_no_tls.c_str());
   std::printf("\n%-44s %10s %14s\n", "single rows (streamed)", "", "rows/s");
   const char* single_labels[] = {labels[1], labels[2]};
   for (size_t i = 0; i < singles.size(); ++i)
@@ -1003,14 +1073,15 @@ int main(int argc, char** argv) {
       "default (4 here); 1 wakes fewer threads per message")(
       "only", po::value<std::string>(&p.only)->default_value(""),
       "run only the scenarios whose name contains this text: raw batches, remote "
-      "batches, inproc batches, raw relay batches, remote singles, inproc singles "
+      "batches, inproc batches, raw relay batches, remote TLS batches, remote singles, "
+      "inproc singles "
       "(e.g. \"remote\")")(
       "timeout", po::value<double>(&p.timeout)->default_value(p.timeout),
       "seconds the whole run may take; processes still running then are killed");
   // The processes of a run; not for people, so --help leaves them out.
   po::options_description hidden;
   hidden.add_options()("role", po::value(&role))("mode", po::value(&mode))(
-      "address", po::value(&address));
+      "address", po::value(&address))("tls-dir", po::value(&p.tls_dir));
   bool is_child = std::any_of(argv + 1, argv + argc, [](const char* a) {
     return std::strncmp(a, "--role", 6) == 0;
   });
