@@ -2,7 +2,7 @@
 // of another process stores once, whatever connections are lost on the way.
 // The queue keeps the producer's mark (producer_marks.cpp); this side numbers
 // batches and attempts and connects again while the node is lost.
-#include "quern/remote.hpp"
+#include "remote_internal.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -14,16 +14,7 @@
 
 namespace quern {
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-std::string seconds_of(std::chrono::milliseconds d) {
-  auto tenths = d.count() / 100;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
-}
-
-} // namespace
+using clock_type = remote_detail::steady;
 
 struct remote_producer::impl {
   impl(caf::actor_system& sys, std::string address, std::string queue,
@@ -54,8 +45,8 @@ struct remote_producer::impl {
 
   [[noreturn]] void give_up(const std::string& doing, const std::string& last) {
     throw unavailable_error(what() + " found the node lost for " +
-                            seconds_of(opts.retry_for) + " while " + doing +
-                            " and gave up (last: " + last + ")");
+                            remote_detail::seconds_text(opts.retry_for) + " while " +
+                            doing + " and gave up (last: " + last + ")");
   }
 
   // Pauses before the next try, or gives up when retry_for has passed.
