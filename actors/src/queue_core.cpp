@@ -153,30 +153,35 @@ void queue_core::unpush(const caf::actor_addr& client) {
   flush();
 }
 
+template <class Pred>
+bool queue_core::fail_waiting_enqueue(Pred is_it, caf::error err) {
+  for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
+    if (is_it(*i)) {
+      // rows already stored stay stored.
+      i->fail(self_, std::move(err));
+      enqueues_.erase(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool queue_core::waiting(const keyed_mark* m) const {
   return std::any_of(enqueues_.begin(), enqueues_.end(),
                      [m](const enqueue_attempt& a) { return a.mark == m; });
 }
 
 void queue_core::withdraw(const keyed_mark* m, caf::error err) {
-  for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
-    if (i->mark == m) {
-      i->fail(self_, std::move(err));
-      enqueues_.erase(i);
-      return; // the retry is added next, which flushes
-    }
-  }
+  // No flush: the retry is added next, which flushes.
+  fail_waiting_enqueue([m](const enqueue_attempt& a) { return a.mark == m; },
+                       std::move(err));
 }
 
 void queue_core::expire(uint64_t id) {
-  for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
-    if (i->id == id) {
-      // rows already stored stay stored.
-      i->fail(self_, timed_out());
-      enqueues_.erase(i);
-      flush();
-      return;
-    }
+  if (fail_waiting_enqueue([id](const enqueue_attempt& a) { return a.id == id; },
+                           timed_out())) {
+    flush();
+    return;
   }
   // unlike TensorFlow, what the attempt held goes back, in order.
   fail_waiting_dequeue(id, timed_out());

@@ -88,6 +88,10 @@ public:
 
 private:
   void flush();
+  /// Fails the first waiting enqueue-side attempt that `is_it` picks with
+  /// `err` (without a flush); returns whether there was one.
+  template <class Pred>
+  bool fail_waiting_enqueue(Pred is_it, caf::error err);
   /// Serves a line from its head while its attempts complete; returns
   /// whether anything moved.
   template <class Attempts>
