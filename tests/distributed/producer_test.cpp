@@ -5,6 +5,7 @@
 #include <csignal>
 #include <memory>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <catch2/catch.hpp>
@@ -115,4 +116,78 @@ TEST_CASE("distributed a remote_producer started again after a kill goes on wher
   require_exit(*consumer, 0);
   CHECK(contains(second->out(), "resumed after 1 batches"));
   require_taken_once(out, 2, count);
+}
+
+TEST_CASE("distributed one remote_producer shared by two threads stores each of their "
+          "batches once") {
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=1000"});
+  test_peer peer{host.address};
+  quern::remote_producer producer{peer.sys, host.address, "rows", "shared"};
+  CHECK(producer.resumed_after() == 0);
+  // Calls take turns; each thread's batches keep their order.
+  auto feed = [&producer](int64_t id) {
+    for (int64_t b = 0; b < 20; ++b) {
+      std::vector<int64_t> vs;
+      for (int64_t r = 0; r < 5; ++r)
+        vs.push_back(id * 1000000 + b * 5 + r);
+      producer.enqueue_many(
+          quern::element{quern::tensor::from_values(quern::tensor_shape{5}, vs)});
+    }
+  };
+  std::thread a{feed, 1};
+  std::thread b{feed, 2};
+  a.join();
+  b.join();
+  CHECK(producer.stored() == 40);
+  CHECK(producer.reconnections() == 0);
+  // The queue's mark: a producer started again under the name goes on after 40.
+  quern::remote_producer again{peer.sys, host.address, "rows", "shared"};
+  CHECK(again.resumed_after() == 40);
+  quern::blocking_queue q{peer.sys, peer.node.queue("rows")};
+  std::multiset<int64_t> took;
+  for (int i = 0; i < 200; ++i)
+    took.insert(q.dequeue()[0].scalar_value<int64_t>());
+  auto made = rows_made(1, 100);
+  auto theirs = rows_made(2, 100);
+  made.insert(theirs.begin(), theirs.end());
+  CHECK(took == made);
+  CHECK(q.size() == 0);
+}
+
+TEST_CASE("distributed remote_producer errors: no name, and a node lost for retry_for") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  test_peer peer{host.address};
+  CHECK_THROWS_WITH(quern::remote_producer(peer.sys, host.address, "rows", ""),
+                    "a remote_producer of queue 'rows' on " + host.address +
+                        " needs a producer name");
+  quern::remote_producer_options opts;
+  opts.connect.timeout = std::chrono::milliseconds{500};
+  opts.retry_for = std::chrono::seconds{1};
+  quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
+  auto batch = quern::element{
+      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  producer.enqueue_many(batch);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  // The node is gone for good: after retry_for the call gives up, naming the
+  // producer, the queue, the address and the last error.
+  try {
+    producer.enqueue_many(batch);
+    FAIL("a batch was stored with its node gone");
+  } catch (const quern::unavailable_error& e) {
+    std::string text = e.what();
+    CHECK(contains(text, "producer 'p' of queue 'rows' on " + host.address +
+                             " found the node lost for 1 s while sending its batch 2"));
+    CHECK(contains(text, "last: "));
+  }
+  // It refuses every later call: only the queue knows what became of batch 2.
+  try {
+    producer.enqueue_many(batch);
+    FAIL("a producer that gave up took another batch");
+  } catch (const quern::failed_precondition_error& e) {
+    CHECK(contains(e.what(), "gave up on its batch 2"));
+    CHECK(contains(e.what(), "resumed_after"));
+  }
 }
