@@ -69,6 +69,11 @@ private:
 /// first. Shared by a reader's end and by the relay of a lost remote reader.
 std::vector<element> rows_of(std::deque<element>& units, bool as_rows);
 
+/// Why a streaming client's queue is gone, from its down message: the
+/// queue's own quern error when it ended with one, `cancelled` when it was
+/// shut down, else `unavailable`.
+caf::error queue_gone(const caf::down_msg& dm);
+
 /// What every streaming handle (queue_writer, queue_reader, batch_reader)
 /// is made of: a caller actor of its own, whose one mailbox receives the
 /// stream's answers in order (so a handle's calls take turns under `mtx`);
@@ -142,6 +147,8 @@ private:
   uint64_t confirmed_ = 0; // of which the queue was told
 };
 
+struct writer_state; // a queue_writer's stream, shared with its pump
+
 } // namespace detail
 
 /// A blocking handle on a queue actor for plain `main()` code or detached
@@ -185,13 +192,13 @@ private:
 /// flush() waits until every pushed element is stored and throws the first
 /// error (e.g. cancelled_error once the queue closed); stored() counts what
 /// the queue confirmed. While two pushes await the queue's answer, rows and
-/// batches pushed meanwhile wait in the writer and then travel together, in
-/// one message: the next push or push_batch that finds a push answered
-/// sends them, and so do flush() and the destructor. The destructor hands
-/// them to the queue without waiting (they are stored in order or refused on
-/// close): call flush() to wait and to learn errors, and before waiting for
-/// the rows elsewhere. Threads may share one writer: its calls take turns
-/// (rows of one thread keep their order).
+/// batches pushed meanwhile wait in the writer and travel together, in one
+/// message, as soon as the queue answers one of the two: the writer's pump
+/// (a small actor of its own) sends them, whether or not the pushing thread
+/// calls again. The destructor hands what waits to the queue without waiting
+/// for room (it is stored in order, or refused on close): call flush() to
+/// wait and to learn errors. Threads may share one writer: its calls take
+/// turns (rows of one thread keep their order).
 class queue_writer {
 public:
   queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 1024);
@@ -217,20 +224,15 @@ public:
   int64_t refused() const;
 
 private:
-  void send_pending();
-  void await_one();
-  void poll();
+  /// Waits (the state's lock held) until the pump says something changed.
+  void wait(std::unique_lock<std::mutex>& lock);
+  /// Refuses what waits to be sent and throws the stream's error.
   [[noreturn]] void fail_pending();
 
-  detail::stream_client stream_; // its ledger: pushes awaiting an ack, in rows
-  size_t window_;
-  // Not sent yet: rows, or batches (never both: a push of the other kind
-  // sends what waits first).
-  std::vector<element> pending_;
-  std::vector<element> pending_batches_;
-  size_t pending_batch_rows_ = 0;
-  int64_t stored_ = 0;
-  int64_t refused_ = 0;
+  caf::actor_system& sys_;
+  std::mutex calls_; // held through each call: a writer's calls take turns
+  std::shared_ptr<detail::writer_state> state_; // shared with the pump
+  caf::actor pump_;
 };
 
 /// A consumer on the streaming (credit) protocol: keeps demand for up to

@@ -4,7 +4,10 @@
 #include <optional>
 
 #include <caf/after.hpp>
+#include <caf/send.hpp>
 #include <caf/system_messages.hpp>
+
+#include "writer_pump.hpp"
 
 namespace quern {
 
@@ -14,19 +17,6 @@ void require_valid(const queue_actor& q, const char* who) {
   if (!q)
     throw argument_error(std::string(who) +
                          " needs a queue actor, got an invalid handle");
-}
-
-/// Why a client's queue is gone: the queue's own quern error when it ended
-/// with one (a remote queue's endpoint ends with `unavailable` naming the
-/// queue and its address); `cancelled` when it was shut down (as the actor
-/// system does at exit, the way Session.close() cancels pending ops); else
-/// `unavailable: the queue actor terminated`.
-caf::error queue_gone(const caf::down_msg& dm) {
-  if (dm.reason && dm.reason.category() == error_category)
-    return dm.reason;
-  if (dm.reason == caf::exit_reason::user_shutdown)
-    return make_error(error_code::cancelled, "the queue actor was shut down");
-  return make_error(error_code::unavailable, "the queue actor terminated");
 }
 
 // A reader with nothing buffered and an end recorded: false for the normal
@@ -96,6 +86,17 @@ const queue_actor& checked(const queue_actor& q, const char* who) {
 }
 
 } // namespace
+
+// A remote queue's endpoint ends with `unavailable` naming the queue and its
+// address; the actor system shuts queues down at exit, as Session.close()
+// cancels pending ops.
+caf::error queue_gone(const caf::down_msg& dm) {
+  if (dm.reason && dm.reason.category() == error_category)
+    return dm.reason;
+  if (dm.reason == caf::exit_reason::user_shutdown)
+    return make_error(error_code::cancelled, "the queue actor was shut down");
+  return make_error(error_code::unavailable, "the queue actor terminated");
+}
 
 stream_client::stream_client(caf::actor_system& sys, queue_actor q, const char* who)
     : self(sys), queue(checked(q, who)) {
@@ -242,129 +243,108 @@ element pull_stream::pull() {
 
 // -- queue_writer -----------------------------------------------------------------
 
-// At most this many pushes are in flight: one being served, one filling up
-// behind it. Rows (or batches) pushed meanwhile gather in the writer and
-// travel together, so the message count falls as the load rises.
-constexpr size_t max_pushes_in_flight = 2;
-
 queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
-    : stream_(sys, std::move(q), "queue_writer"), window_(std::max<size_t>(window, 1)) {}
+    : sys_(sys), state_(std::make_shared<detail::writer_state>(
+                     detail::checked(q, "queue_writer"), std::max<size_t>(window, 1))) {
+  pump_ = detail::make_writer_pump(sys, state_);
+  // Named in exit reports: a writer still alive when the actor system goes
+  // keeps its pump from ending.
+  detail::exit_watch::track(sys, pump_, "the pump of a queue_writer that is still alive",
+                            {}, false);
+}
 
 queue_writer::~queue_writer() {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
-  // Hand every accepted row to the queue without waiting for room: the
-  // queue stores them in order, or refuses them if it closes first. A
-  // destructor must not block on a full queue that nobody drains.
-  if (!stream_.end)
-    send_pending();
-}
-
-void queue_writer::await_one() {
-  auto lost = stream_.await_one(push_atom::value,
-                                [&](pushed_atom, int32_t stored, caf::error& err) {
-                                  auto sent = stream_.ledger.oldest();
-                                  stream_.ledger.answered(sent, true);
-                                  stored_ += stored;
-                                  if (err) {
-                                    refused_ += static_cast<int64_t>(sent) - stored;
-                                    if (!stream_.end)
-                                      stream_.end = std::move(err);
-                                  }
-                                });
-  // The queue is gone: whatever was in flight was never confirmed.
-  refused_ += static_cast<int64_t>(lost);
-}
-
-void queue_writer::poll() {
-  while (!stream_.ledger.empty() && stream_.self->has_next_message())
-    await_one();
-}
-
-void queue_writer::send_pending() {
-  if (!pending_.empty()) {
-    stream_.ledger.sent(pending_.size());
-    stream_.self->send(stream_.queue, push_atom::value, std::move(pending_));
-    pending_.clear();
+  {
+    std::lock_guard<std::mutex> calls{calls_};
+    auto& st = *state_;
+    std::lock_guard<std::mutex> guard{st.mtx};
+    // Hand every accepted row to the queue without waiting for room: the
+    // queue stores them in order, or refuses them if it closes first. A
+    // destructor must not block on a full queue that nobody drains.
+    if (!st.end)
+      st.send_pending(pump_);
   }
-  if (!pending_batches_.empty()) {
-    stream_.ledger.sent(pending_batch_rows_);
-    stream_.self->send(stream_.queue, push_batch_atom::value,
-                       std::move(pending_batches_));
-    pending_batches_.clear();
-    pending_batch_rows_ = 0;
-  }
+  detail::end_writer_pump(pump_, state_->queue);
+}
+
+void queue_writer::wait(std::unique_lock<std::mutex>& lock) {
+  detail::exit_watch::blocked_call waiting{
+      sys_, caf::actor_cast<caf::actor_addr>(state_->queue), push_atom::value};
+  state_->changed.wait(lock);
 }
 
 void queue_writer::fail_pending() {
-  refused_ += static_cast<int64_t>(pending_.size() + pending_batch_rows_);
-  pending_.clear();
-  pending_batches_.clear();
-  pending_batch_rows_ = 0;
-  throw_error(stream_.end);
+  auto& st = *state_;
+  st.refused += static_cast<int64_t>(st.pending_rows());
+  st.rows.clear();
+  st.batches.clear();
+  st.batch_rows = 0;
+  throw_error(st.end);
 }
 
 int64_t queue_writer::stored() const {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
-  return stored_;
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->stored;
 }
 
 int64_t queue_writer::refused() const {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
-  return refused_;
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->refused;
 }
 
 void queue_writer::push(element e) {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
-  if (stream_.end) {
-    ++refused_; // push() refuses its row once the stream failed
-    throw_error(stream_.end);
+  std::lock_guard<std::mutex> calls{calls_};
+  auto& st = *state_;
+  std::unique_lock<std::mutex> lock{st.mtx};
+  if (st.end) {
+    ++st.refused; // push() refuses its row once the stream failed
+    throw_error(st.end);
   }
-  if (!pending_batches_.empty())
-    send_pending(); // batches pushed before go first
-  pending_.push_back(std::move(e));
-  poll();
-  auto& in_flight = stream_.ledger;
-  while (in_flight.messages() >= max_pushes_in_flight &&
-         in_flight.units() + pending_.size() >= window_)
-    await_one();
-  if (stream_.end)
+  if (!st.batches.empty())
+    st.send_pending(pump_); // batches pushed before go first
+  st.rows.push_back(std::move(e));
+  // The pump sends what waits when a push is answered; past the window
+  // the writer waits for the queue.
+  while (!st.may_send() && st.ledger.units() + st.rows.size() >= st.window)
+    wait(lock);
+  if (st.end)
     fail_pending();
-  if (in_flight.messages() < max_pushes_in_flight)
-    send_pending();
+  if (st.may_send())
+    st.send_pending(pump_);
 }
 
 void queue_writer::push_batch(element batch) {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
+  std::lock_guard<std::mutex> calls{calls_};
+  auto& st = *state_;
+  std::unique_lock<std::mutex> lock{st.mtx};
   auto rows = static_cast<size_t>(batch.batch_size());
-  if (stream_.end) {
-    refused_ += static_cast<int64_t>(rows);
-    throw_error(stream_.end);
+  if (st.end) {
+    st.refused += static_cast<int64_t>(rows);
+    throw_error(st.end);
   }
   // Rows pushed before go first: the queue serves one producer's messages
   // in order.
-  if (!pending_.empty())
-    send_pending();
-  pending_batches_.push_back(std::move(batch));
-  pending_batch_rows_ += rows;
-  poll();
-  // Within the window a batch may wait here for a push to be answered; past
-  // it the writer waits for the queue.
-  auto& in_flight = stream_.ledger;
-  while (!in_flight.empty() && in_flight.units() + pending_batch_rows_ > window_)
-    await_one();
-  if (stream_.end)
+  if (!st.rows.empty())
+    st.send_pending(pump_);
+  st.batches.push_back(std::move(batch));
+  st.batch_rows += rows;
+  while (!st.ledger.empty() && st.ledger.units() + st.batch_rows > st.window)
+    wait(lock);
+  if (st.end)
     fail_pending();
-  if (in_flight.messages() < max_pushes_in_flight)
-    send_pending();
+  if (st.may_send())
+    st.send_pending(pump_);
 }
 
 void queue_writer::flush() {
-  std::lock_guard<std::mutex> guard{stream_.mtx};
-  if (!stream_.end)
-    send_pending();
-  while (!stream_.ledger.empty())
-    await_one();
-  if (stream_.end)
+  std::lock_guard<std::mutex> calls{calls_};
+  auto& st = *state_;
+  std::unique_lock<std::mutex> lock{st.mtx};
+  if (!st.end)
+    st.send_pending(pump_);
+  while (!st.ledger.empty())
+    wait(lock);
+  if (st.end)
     fail_pending();
 }
 
