@@ -32,6 +32,7 @@ struct keyed_mark {
   uint64_t attempt = 0; // the last attempt number seen
   int64_t rows = 0;     // rows of that batch
   int64_t stored = 0;   // of them stored
+  uint64_t digest = 0;  // of its values (element::digest): a retry sends the same
 };
 
 /// One attempt of the enqueue line: rows to store in order (an enqueue, an

@@ -21,7 +21,7 @@ std::string attempt_of(const batch_key& key) {
 
 // Why the request cannot be taken, or none. `m` is the producer's mark.
 caf::error refusal(const queue_core& q, const batch_key& key, const keyed_mark& m,
-                   int64_t rows, bool last_waits) {
+                   int64_t rows, uint64_t digest, bool last_waits) {
   auto where = q.enqueue_name() + ": ";
   auto last = "its batch " + std::to_string(m.batch);
   if (key.producer.empty())
@@ -53,6 +53,14 @@ caf::error refusal(const queue_core& q, const batch_key& key, const keyed_mark& 
     return make_error(error_code::invalid_argument,
                       where + batch_of(key) + " had " + std::to_string(m.rows) +
                           " rows, its retry has " + std::to_string(rows));
+  // Taken for a retry, another producer's batch under the same name and
+  // number would be answered without being stored, or mixed with the first.
+  if (key.batch == m.batch && digest != m.digest)
+    return make_error(error_code::failed_precondition,
+                      where + batch_of(key) +
+                          " was sent again with other values than the queue has "
+                          "(does a second producer use the name '" +
+                          key.producer + "'?)");
   return caf::none;
 }
 
@@ -72,7 +80,9 @@ producer_marks::admit(queue_core& q, const batch_key& key, element& batch,
   auto found = marks_.find(key.producer);
   bool known = found != marks_.end();
   bool waits = known && q.waiting(&found->second);
-  if (auto err = refusal(q, key, known ? found->second : keyed_mark{}, rows, waits)) {
+  auto digest = batch.digest();
+  if (auto err =
+          refusal(q, key, known ? found->second : keyed_mark{}, rows, digest, waits)) {
     rp.deliver(std::move(err));
     return std::nullopt;
   }
@@ -82,6 +92,7 @@ producer_marks::admit(queue_core& q, const batch_key& key, element& batch,
     m.batch = key.batch;
     m.rows = rows;
     m.stored = 0;
+    m.digest = digest;
   } else if (m.stored == m.rows) {
     // A retry of a batch the queue holds whole: its first request was
     // stored, and its answer lost with the connection.

@@ -30,6 +30,10 @@ struct element {
   /// Row `i` of every component: element `i` of a batch (views, no copy).
   element row(int64_t i) const;
 
+  /// Every component's tensor::digest, combined (same caveats: within one
+  /// process only).
+  uint64_t digest() const;
+
   friend bool operator==(const element& a, const element& b) {
     return a.components == b.components;
   }

@@ -38,6 +38,12 @@ private:
 
 namespace detail {
 
+/// Folds `value` into `seed` (boost::hash_combine's step with a 64-bit
+/// constant): parts in another order hash differently. For digest().
+inline void hash_mix(uint64_t& seed, uint64_t value) {
+  seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+}
+
 /// Storage shared by every tensor that views it. Numeric values live in
 /// `bytes` (little-endian host layout), strings in `strings`.
 struct tensor_buffer {
@@ -157,6 +163,12 @@ public:
 
   /// Whether both tensors view the same buffer (for tests of zero-copy paths).
   bool shares_buffer_with(const tensor& other) const;
+
+  /// A hash of dtype, shape and values: equal tensors have equal digests,
+  /// and views of one buffer hash as the values they show. For telling
+  /// contents apart within one process (it is std::hash's, which differs
+  /// between builds): never stored or sent.
+  uint64_t digest() const;
 
   /// `int64[2,3]{1, 2, 3, 4, 5, 6}`; at most `max_values` values are shown.
   std::string to_string(size_t max_values = 8) const;

@@ -8,6 +8,13 @@ int64_t element::batch_size() const {
   return components[0].dim0();
 }
 
+uint64_t element::digest() const {
+  uint64_t d = components.size();
+  for (const auto& c : components)
+    detail::hash_mix(d, c.digest());
+  return d;
+}
+
 element element::row(int64_t i) const {
   element r;
   r.components.reserve(components.size());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 
 namespace quern {
@@ -316,6 +317,24 @@ std::string tensor::to_string(size_t max_values) const {
 
 std::string to_string(const tensor& t) {
   return t.to_string();
+}
+
+uint64_t tensor::digest() const {
+  // std::hash of a string_view is libstdc++'s murmur-style hash of the bytes:
+  // one pass, no copy.
+  std::hash<std::string_view> bytes_hash;
+  uint64_t d = static_cast<uint64_t>(type_);
+  for (auto dim : shape_.dims())
+    detail::hash_mix(d, static_cast<uint64_t>(dim));
+  if (type_ == dtype::string) {
+    for (const auto& s : values<std::string>())
+      detail::hash_mix(d, bytes_hash(s));
+  } else {
+    auto n = static_cast<size_t>(num_elements()) * dtype_size(type_);
+    detail::hash_mix(
+        d, bytes_hash(std::string_view{reinterpret_cast<const char*>(raw()), n}));
+  }
+  return d;
 }
 
 bool operator==(const tensor& a, const tensor& b) {

@@ -154,6 +154,43 @@ TEST_CASE_METHOD(system_fixture, "keyed enqueue: what it refuses, each named",
 }
 
 TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: another batch under a name and number already held is "
+                 "refused, not taken for a retry",
+                 "[keyed]") {
+  // Two producers under one name: the second's batch 1 has the first's
+  // number and row count. Taken for a retry it would be answered without
+  // being stored (or store the rest of the first): lost without a word.
+  auto q = int_fifo(sys, 2);
+  probe first{sys, q};
+  probe second{sys, q};
+  probe consumer{sys, q};
+  auto other_values = at(q) +
+                      "batch 1 of producer 'p' was sent again with other values than "
+                      "the queue has (does a second producer use the name 'p'?)";
+  SECTION("held whole") {
+    keyed(first, "p", 1, 1, {1, 2});
+    CHECK(first.next().count() == 2);
+    keyed(second, "p", 1, 2, {8, 9});
+    check_error(second.next(), error_code::failed_precondition, other_values);
+    CHECK(consumer.size() == 2);
+    keyed(first, "p", 1, 3, {1, 2}); // a true retry is still answered
+    CHECK(first.next().count() == 2);
+    CHECK(dequeue_values(consumer, 2) == ivec{1, 2});
+  }
+  SECTION("still waiting for room") {
+    keyed(first, "p", 1, 1, {1, 2, 3}); // 1 and 2 stored, 3 waits
+    CHECK(first.pending());
+    keyed(second, "p", 1, 2, {7, 8, 9});
+    check_error(second.next(), error_code::failed_precondition, other_values);
+    CHECK(first.pending()); // not replaced by the other producer's batch
+    CHECK(dequeue_values(consumer, 3) == ivec{1, 2, 3});
+    CHECK(first.next().count() == 3);
+  }
+  CHECK(consumer.size() == 0);
+  CHECK(mark_of(consumer, "p").batch == 1);
+}
+
+TEST_CASE_METHOD(system_fixture,
                  "keyed enqueue: a closed queue cancels it, and the rows stored stay",
                  "[keyed]") {
   auto q = int_fifo(sys, 1);

@@ -155,3 +155,25 @@ TEST_CASE("visit_dtype maps every dtype to its type and refuses other values",
   CHECK_THROWS_AS(dtype_size(static_cast<dtype>(99)), invalid_argument_error);
   CHECK_THROWS_WITH(dtype_size(static_cast<dtype>(99)), "invalid dtype 99");
 }
+
+TEST_CASE("digests follow the values, not the buffer", "[tensor]") {
+  auto m = tensor::from_values<float>(tensor_shape{2, 2}, {1, 2, 3, 4});
+  auto copy = tensor::from_values<float>(tensor_shape{2, 2}, {1, 2, 3, 4});
+  CHECK(m.digest() == copy.digest());
+  // A view hashes as the values it shows.
+  CHECK(m.rows(1, 1).digest() ==
+        tensor::from_values<float>(tensor_shape{1, 2}, {3, 4}).digest());
+  CHECK(m.row(0).digest() == tensor::vector<float>({1, 2}).digest());
+  CHECK(m.digest() !=
+        tensor::from_values<float>(tensor_shape{2, 2}, {1, 2, 3, 5}).digest());
+  CHECK(m.digest() != tensor::from_values<float>(tensor_shape{4}, {1, 2, 3, 4}).digest());
+  CHECK(tensor::vector<int32_t>({1, 2}).digest() !=
+        tensor::vector<float>({1, 2}).digest());
+  CHECK(tensor::vector<std::string>({"ab", "c"}).digest() ==
+        tensor::vector<std::string>({"ab", "c"}).digest());
+  CHECK(tensor::vector<std::string>({"ab", "c"}).digest() !=
+        tensor::vector<std::string>({"a", "bc"}).digest());
+  element e{m, tensor::vector<int64_t>({7, 8})};
+  CHECK(e.digest() == element{copy, tensor::vector<int64_t>({7, 8})}.digest());
+  CHECK(e.digest() != element{tensor::vector<int64_t>({7, 8}), m}.digest());
+}
