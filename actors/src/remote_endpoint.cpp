@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include <caf/stateful_actor.hpp>
@@ -28,7 +30,46 @@ struct endpoint_state {
   caf::error lost;
 };
 
-using endpoint_ptr = queue_actor::stateful_pointer<endpoint_state<queue_actor>>;
+// The answers the callers of a remote queue's dequeues were handed, for the
+// relay at the queue (remote_facade.cpp), which keeps each one until it is
+// confirmed (taken) and gives back what was not if this process is lost. An
+// answer counts as taken when its caller dequeues again (the call returned:
+// its code has the rows) or when the endpoint ends with its remote_node.
+// Confirmation is a count of answers in the order they came, so an answer
+// that one caller still holds holds back those of the others: if the
+// process is lost they are given back too, taken twice, never lost.
+struct dequeue_receipts {
+  uint64_t arrived = 0;           // answers received, numbered from 1
+  uint64_t confirmed = 0;         // answers 1..confirmed are taken
+  uint64_t told = 0;              // the count the relay was last sent
+  std::set<uint64_t> taken_early; // taken answers past `confirmed`
+  std::map<caf::actor_addr, std::vector<uint64_t>> held; // by caller, not taken
+
+  void arrived_for(const caf::actor_addr& caller) { held[caller].push_back(++arrived); }
+  /// `caller` calls again: what it was handed is taken.
+  void called(const caf::actor_addr& caller) {
+    auto i = held.find(caller);
+    if (i == held.end())
+      return;
+    taken_early.insert(i->second.begin(), i->second.end());
+    held.erase(i);
+    while (!taken_early.empty() && *taken_early.begin() == confirmed + 1) {
+      taken_early.erase(taken_early.begin());
+      ++confirmed;
+    }
+  }
+  void all_taken() {
+    confirmed = arrived;
+    held.clear();
+    taken_early.clear();
+  }
+};
+
+struct queue_endpoint_state : endpoint_state<queue_actor> {
+  dequeue_receipts receipts;
+};
+
+using endpoint_ptr = queue_actor::stateful_pointer<queue_endpoint_state>;
 using coordinator_endpoint_ptr =
     coordinator_actor::stateful_pointer<endpoint_state<coordinator_actor>>;
 using writer_endpoint_ptr =
@@ -48,12 +89,13 @@ caf::error unreachable(caf::actor_system& sys, const std::string& what,
 }
 
 // Forwards one request and keeps its promise until the answer comes or the
-// remote actor is lost (T: void for an empty answer). No CAF timeout: the
+// remote actor is lost (T: void for an empty answer); `on_answer` sees an
+// answer that reaches its caller. No CAF timeout: the
 // remote enforces the caller's own deadline, and node loss is what the
 // endpoint watches for. A one-way message without an answer (T void) goes
 // on one-way.
-template <class T, class Self, class... Ts>
-caf::typed_response_promise<T> relay(Self self, Ts... xs) {
+template <class T, class Self, class OnAnswer, class... Ts>
+caf::typed_response_promise<T> relay_then(Self self, OnAnswer on_answer, Ts... xs) {
   auto rp = self->template make_response_promise<T>();
   if (self->state.lost) {
     rp.deliver(self->state.lost);
@@ -80,8 +122,62 @@ caf::typed_response_promise<T> relay(Self self, Ts... xs) {
   if constexpr (std::is_void_v<T>)
     req.then([settle] { settle(caf::unit); }, fail);
   else
-    req.then([settle](T& x) { settle(std::move(x)); }, fail);
+    req.then(
+        [self, id, settle, on_answer](T& x) mutable {
+          if (self->state.pending.count(id) > 0) // its caller still waits
+            on_answer(x);
+          settle(std::move(x));
+        },
+        fail);
   return rp;
+}
+
+template <class T, class Self, class... Ts>
+caf::typed_response_promise<T> relay(Self self, Ts... xs) {
+  return relay_then<T>(
+      self, [](auto&) {}, std::move(xs)...);
+}
+
+// A dequeue of a remote queue: what the caller was handed before is taken
+// (the relay at the queue is told), and this answer is counted when it comes.
+template <class... Ts>
+caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, Ts... xs) {
+  auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  auto& receipts = self->state.receipts;
+  receipts.called(caller);
+  if (receipts.confirmed > receipts.told && !self->state.lost) {
+    receipts.told = receipts.confirmed;
+    self->send(self->state.remote, taken_atom::value, receipts.told);
+  }
+  return relay_then<element>(
+      self, [self, caller](element&) { self->state.receipts.arrived_for(caller); },
+      std::move(xs)...);
+}
+
+// An endpoint whose remote_node is destroyed ends (a queue's confirms its
+// dequeues' answers first, below).
+template <class Self>
+void end_endpoint(Self self, caf::error reason) {
+  self->quit(std::move(reason));
+}
+
+void end_endpoint(endpoint_ptr self, caf::error reason) {
+  auto& receipts = self->state.receipts;
+  receipts.all_taken(); // the process goes on with what its callers got
+  if (receipts.confirmed == receipts.told) {
+    self->quit(std::move(reason));
+    return;
+  }
+  receipts.told = receipts.confirmed;
+  self->send(self->state.remote, taken_atom::value, receipts.told);
+  // The relay at the queue learns of this end straight from the middleman,
+  // which can overtake the confirmation on its way through the node's
+  // facade and have it give back rows the callers took: one answered
+  // request the same way makes sure it arrived first (as a reader's end
+  // does, blocking_queue.cpp). A lost node ends the wait (down handler).
+  self->request(self->state.remote, std::chrono::seconds{10}, size_atom::value)
+      .then([self, reason](int32_t) { self->quit(reason); },
+            [self, reason](caf::error&) { self->quit(reason); });
 }
 
 // The endpoint watches its remote actor: on its loss every pending call
@@ -113,10 +209,12 @@ void watch_remote(Self self, Handle remote, std::string what, bool lingers = fal
       self->quit(err);
   });
   self->set_exit_handler([self, fail_pending](caf::exit_msg& msg) {
-    fail_pending(make_error(
-        error_code::unavailable,
-        self->state.what + " is unreachable (its quern::remote_node was destroyed)"));
-    self->quit(msg.reason);
+    auto err = make_error(error_code::unavailable,
+                          self->state.what +
+                              " is unreachable (its quern::remote_node was destroyed)");
+    fail_pending(err);
+    self->state.lost = std::move(err); // a call still coming fails at once
+    end_endpoint(self, std::move(msg.reason));
   });
 }
 
@@ -158,12 +256,12 @@ queue_actor::behavior_type endpoint_behavior(endpoint_ptr self, queue_actor remo
       [self](enqueue_many_atom a, element& e, caf::timespan t) {
         return relay<int32_t>(self, a, std::move(e), t);
       },
-      [self](dequeue_atom a, caf::timespan t) { return relay<element>(self, a, t); },
+      [self](dequeue_atom a, caf::timespan t) { return relay_dequeue(self, a, t); },
       [self](dequeue_many_atom a, int32_t n, caf::timespan t) {
-        return relay<element>(self, a, n, t);
+        return relay_dequeue(self, a, n, t);
       },
       [self](dequeue_up_to_atom a, int32_t n, caf::timespan t) {
-        return relay<element>(self, a, n, t);
+        return relay_dequeue(self, a, n, t);
       },
       [self](close_atom a, bool cancel) { return relay<bool>(self, a, cancel); },
       [self](size_atom a) { return relay<int32_t>(self, a); },

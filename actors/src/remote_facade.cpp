@@ -6,7 +6,7 @@
 // made for that peer.
 #include "remote_internal.hpp"
 
-#include "quern/blocking_queue.hpp" // detail::credit_ledger, detail::rows_of
+#include "quern/blocking_queue.hpp" // detail::credit_ledger
 
 #include <deque>
 #include <iostream>
@@ -28,24 +28,31 @@ using client_relay_actor =
 
 // -- one relay per client actor of a peer ------------------------------------------
 
-// What a consumer of another process was sent by its pulls and has not
-// confirmed taking (taken, atoms.hpp), so that it can go back to the front of
-// the queue if the consumer's process is lost. Only consumers that confirm
-// (the readers) are kept track of; an async worker's pull is not.
+// What a consumer of another process was sent and has not confirmed taking
+// (taken, atoms.hpp), so that it can go back to the front of the queue if the
+// consumer's process is lost: the units its pulls received (a reader), or the
+// answers to its dequeues (a queue's endpoint, which confirms an answer when
+// its caller dequeues again, remote_endpoint.cpp). Only consumers that
+// confirm are kept track of; an async worker's pull is not.
 struct unconfirmed {
   bool tracking = false; // the client confirms what it takes
   bool as_rows = true;   // the shape of its demands (a reader keeps one)
   uint64_t confirmed = 0;
-  std::deque<element> units;  // sent and not confirmed, oldest first
+  // Sent and not confirmed, oldest first; `true` marks a batch (cut into
+  // rows when given back).
+  std::deque<std::pair<element, bool>> units;
   detail::credit_ledger owed; // its pulls not yet settled by the queue
+  size_t dequeues = 0;        // its dequeues the queue has not answered yet
   bool draining = false;      // the client is gone; the queue answers unpull
 
   void sent(std::vector<element>& xs, const caf::error& err) {
     owed.answered(xs.size(), as_rows || err);
     if (tracking)
       for (auto& x : xs)
-        units.push_back(x); // shares the buffers
+        units.emplace_back(x, !as_rows); // shares the buffers
   }
+  /// A dequeue's answer (a row, or a batch) handed to the client.
+  void answered(element& x, bool batch) { units.emplace_back(x, batch); }
   void taken(uint64_t total) {
     tracking = true;
     while (confirmed < total && !units.empty()) {
@@ -54,7 +61,20 @@ struct unconfirmed {
     }
     confirmed = std::max(confirmed, total);
   }
-  std::vector<element> rows() { return detail::rows_of(units, as_rows); }
+  /// Nothing the queue still owes this client.
+  bool settled() const { return owed.empty() && dequeues == 0; }
+  std::vector<element> rows() {
+    std::vector<element> out;
+    for (auto& [x, batch] : units) {
+      if (!batch)
+        out.push_back(std::move(x));
+      else
+        for (int64_t i = 0; i < x.batch_size(); ++i)
+          out.push_back(x.row(i));
+    }
+    units.clear();
+    return out;
+  }
 };
 
 // The client's process is gone with units it never confirmed: they go back
@@ -87,10 +107,10 @@ void watch_client(Self self, const queue_actor& q, const caf::strong_actor_ptr& 
       self->quit();
       return;
     }
-    // Its pulls still at the queue are withdrawn; their answers (what was
-    // already on its way, then cancelled) are kept like the rest.
+    // Its pulls and dequeues still at the queue are withdrawn; their answers
+    // (what was already on its way, then cancelled) are kept like the rest.
     book->draining = true;
-    if (book->owed.empty()) {
+    if (book->settled()) {
       give_back_unconfirmed(self, q, *book);
       self->quit();
       return;
@@ -116,6 +136,14 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
     self->monitor(caf::actor_cast<caf::actor>(client));
   watch_client(self, q, client, book);
   ignore_remote_exits(self);
+  // Once its client is lost, the relay ends when the queue owes it nothing
+  // more, after giving back what the client did not confirm.
+  auto drained = [=] {
+    if (book->draining && book->settled()) {
+      give_back_unconfirmed(self, q, *book);
+      self->quit();
+    }
+  };
   // Enqueued directly: a typed actor may not send() to an untyped handle,
   // and the client may be any kind of actor (as the queue's completion does).
   auto back = [self, client](auto&&... xs) {
@@ -125,6 +153,29 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
                                                 std::forward<decltype(xs)>(xs)...),
                       self->context());
   };
+  // A dequeue's answer is kept until the client confirms it (its endpoint
+  // does, when the caller dequeues again or the endpoint ends): a client
+  // lost before that has it given back, and one lost while the dequeue
+  // waits has it withdrawn (unpull) and what was on its way given back.
+  auto dequeue = [=](bool batch, auto... xs) {
+    book->tracking = true;
+    ++book->dequeues;
+    auto rp = self->template make_response_promise<element>();
+    self->request(q, caf::infinite, xs...)
+        .then(
+            [=](element& x) mutable {
+              --book->dequeues;
+              book->answered(x, batch);
+              rp.deliver(std::move(x));
+              drained();
+            },
+            [=](caf::error& err) mutable {
+              --book->dequeues;
+              rp.deliver(std::move(err));
+              drained();
+            });
+    return rp;
+  };
   return {
       [=](enqueue_atom a, element& e, caf::timespan t) {
         return ask<int32_t>(self, q, a, std::move(e), t);
@@ -132,12 +183,12 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       [=](enqueue_many_atom a, element& e, caf::timespan t) {
         return ask<int32_t>(self, q, a, std::move(e), t);
       },
-      [=](dequeue_atom a, caf::timespan t) { return ask<element>(self, q, a, t); },
+      [=](dequeue_atom a, caf::timespan t) { return dequeue(false, a, t); },
       [=](dequeue_many_atom a, int32_t n, caf::timespan t) {
-        return ask<element>(self, q, a, n, t);
+        return dequeue(true, a, n, t);
       },
       [=](dequeue_up_to_atom a, int32_t n, caf::timespan t) {
-        return ask<element>(self, q, a, n, t);
+        return dequeue(true, a, n, t);
       },
       [=](close_atom a, bool cancel) { return ask<bool>(self, q, a, cancel); },
       [=](size_atom a) { return ask<int32_t>(self, q, a); },
@@ -175,14 +226,9 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
       [=](pulled_atom a, std::vector<element>& xs, caf::error& err) {
         book->sent(xs, err);
-        if (!book->draining) {
+        if (!book->draining)
           back(a, std::move(xs), std::move(err));
-          return;
-        }
-        if (book->owed.empty()) {
-          give_back_unconfirmed(self, q, *book);
-          self->quit();
-        }
+        drained();
       },
   };
 }

@@ -47,7 +47,8 @@ using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
 /// consumer -> queue: (taken, n) the consumer's code has taken the first n
-/// units (rows, or batches) its pulls received, counted from its first pull.
+/// units (rows, or batches) its pulls received, counted from its first pull;
+/// from a remote queue's endpoint, the first n answers to its dequeues.
 /// A reader sends taken(0) when it starts. The relay of a remote queue keeps
 /// what a consumer was sent and has not confirmed, and gives it back to the
 /// front of the queue if the consumer's process is lost; a queue in the
