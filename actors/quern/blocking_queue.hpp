@@ -197,8 +197,9 @@ private:
 /// (a small actor of its own) sends them, whether or not the pushing thread
 /// calls again. The destructor hands what waits to the queue without waiting
 /// for room (it is stored in order, or refused on close): call flush() to
-/// wait and to learn errors. Threads may share one writer: its calls take
-/// turns (rows of one thread keep their order).
+/// wait and to learn errors. Threads may share one writer: a call that
+/// waits for the queue lets the others go on, and the rows of one thread
+/// keep their order.
 class queue_writer {
 public:
   queue_writer(caf::actor_system& sys, queue_actor q, size_t window = 1024);
@@ -230,7 +231,6 @@ private:
   [[noreturn]] void fail_pending();
 
   caf::actor_system& sys_;
-  std::mutex calls_; // held through each call: a writer's calls take turns
   std::shared_ptr<detail::writer_state> state_; // shared with the pump
   caf::actor pump_;
 };

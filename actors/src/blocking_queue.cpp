@@ -255,7 +255,6 @@ queue_writer::queue_writer(caf::actor_system& sys, queue_actor q, size_t window)
 
 queue_writer::~queue_writer() {
   {
-    std::lock_guard<std::mutex> calls{calls_};
     auto& st = *state_;
     std::lock_guard<std::mutex> guard{st.mtx};
     // Hand every accepted row to the queue without waiting for room: the
@@ -293,7 +292,6 @@ int64_t queue_writer::refused() const {
 }
 
 void queue_writer::push(element e) {
-  std::lock_guard<std::mutex> calls{calls_};
   auto& st = *state_;
   std::unique_lock<std::mutex> lock{st.mtx};
   if (st.end) {
@@ -314,7 +312,6 @@ void queue_writer::push(element e) {
 }
 
 void queue_writer::push_batch(element batch) {
-  std::lock_guard<std::mutex> calls{calls_};
   auto& st = *state_;
   std::unique_lock<std::mutex> lock{st.mtx};
   auto rows = static_cast<size_t>(batch.batch_size());
@@ -337,7 +334,6 @@ void queue_writer::push_batch(element batch) {
 }
 
 void queue_writer::flush() {
-  std::lock_guard<std::mutex> calls{calls_};
   auto& st = *state_;
   std::unique_lock<std::mutex> lock{st.mtx};
   if (!st.end)

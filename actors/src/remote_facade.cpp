@@ -95,6 +95,17 @@ void give_back_unconfirmed(Self self, const queue_actor& q, unconfirmed& book) {
   self->send(q, give_back_atom::value, std::move(rows));
 }
 
+// Once its client is lost, a relay ends when the queue owes it nothing more,
+// after giving back what the client did not confirm. Whether it ended.
+template <class Self>
+bool end_if_drained(Self self, const queue_actor& q, unconfirmed& book) {
+  if (!book.draining || !book.settled())
+    return false;
+  give_back_unconfirmed(self, q, book);
+  self->quit();
+  return true;
+}
+
 // The relay ends with its queue, its facade or its client; a client lost
 // with units it did not confirm has them given back first, once the queue
 // has answered its withdrawn pulls.
@@ -110,13 +121,36 @@ void watch_client(Self self, const queue_actor& q, const caf::strong_actor_ptr& 
     // Its pulls and dequeues still at the queue are withdrawn; their answers
     // (what was already on its way, then cancelled) are kept like the rest.
     book->draining = true;
-    if (book->settled()) {
-      give_back_unconfirmed(self, q, *book);
-      self->quit();
-      return;
-    }
-    self->send(q, unpull_atom::value);
+    if (!end_if_drained(self, q, *book))
+      self->send(q, unpull_atom::value);
   });
+}
+
+// A dequeue's answer is kept until the client confirms it (its endpoint
+// does, when the caller dequeues again or the endpoint ends): a client lost
+// before that has it given back, and one lost while the dequeue waits has it
+// withdrawn (unpull) and what was on its way given back.
+template <class Self, class... Ts>
+caf::typed_response_promise<element> kept_dequeue(Self self, const queue_actor& q,
+                                                  std::shared_ptr<unconfirmed> book,
+                                                  bool batch, Ts... xs) {
+  book->tracking = true;
+  ++book->dequeues;
+  auto rp = self->template make_response_promise<element>();
+  self->request(q, caf::infinite, xs...)
+      .then(
+          [=](element& x) mutable {
+            --book->dequeues;
+            book->answered(x, batch);
+            rp.deliver(std::move(x));
+            end_if_drained(self, q, *book);
+          },
+          [=](caf::error& err) mutable {
+            --book->dequeues;
+            rp.deliver(std::move(err));
+            end_if_drained(self, q, *book);
+          });
+  return rp;
 }
 
 // Stands for one client actor of a peer (an endpoint, a reader, a writer) at
@@ -136,14 +170,6 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
     self->monitor(caf::actor_cast<caf::actor>(client));
   watch_client(self, q, client, book);
   ignore_remote_exits(self);
-  // Once its client is lost, the relay ends when the queue owes it nothing
-  // more, after giving back what the client did not confirm.
-  auto drained = [=] {
-    if (book->draining && book->settled()) {
-      give_back_unconfirmed(self, q, *book);
-      self->quit();
-    }
-  };
   // Enqueued directly: a typed actor may not send() to an untyped handle,
   // and the client may be any kind of actor (as the queue's completion does).
   auto back = [self, client](auto&&... xs) {
@@ -153,28 +179,8 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
                                                 std::forward<decltype(xs)>(xs)...),
                       self->context());
   };
-  // A dequeue's answer is kept until the client confirms it (its endpoint
-  // does, when the caller dequeues again or the endpoint ends): a client
-  // lost before that has it given back, and one lost while the dequeue
-  // waits has it withdrawn (unpull) and what was on its way given back.
   auto dequeue = [=](bool batch, auto... xs) {
-    book->tracking = true;
-    ++book->dequeues;
-    auto rp = self->template make_response_promise<element>();
-    self->request(q, caf::infinite, xs...)
-        .then(
-            [=](element& x) mutable {
-              --book->dequeues;
-              book->answered(x, batch);
-              rp.deliver(std::move(x));
-              drained();
-            },
-            [=](caf::error& err) mutable {
-              --book->dequeues;
-              rp.deliver(std::move(err));
-              drained();
-            });
-    return rp;
+    return kept_dequeue(self, q, book, batch, xs...);
   };
   return {
       [=](enqueue_atom a, element& e, caf::timespan t) {
@@ -228,7 +234,7 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
         book->sent(xs, err);
         if (!book->draining)
           back(a, std::move(xs), std::move(err));
-        drained();
+        end_if_drained(self, q, *book);
       },
   };
 }

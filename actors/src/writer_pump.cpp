@@ -64,10 +64,12 @@ caf::actor make_writer_pump(caf::actor_system& sys, std::shared_ptr<writer_state
   // (The handler holds the pump's handle until end_writer_pump drops it.)
   caf::actor_cast<caf::actor_companion*>(pump)->on_enqueue(
       [st, pump](caf::mailbox_element_ptr ptr) {
-        auto msg = ptr->move_content_to_message();
+        // Read in place: making a caf::message of it would copy it.
+        const auto& msg = ptr->content();
         std::lock_guard<std::mutex> guard{st->mtx};
         if (msg.match_elements<pushed_atom, int32_t, caf::error>()) {
-          st->answered(msg.get_as<int32_t>(1), msg.get_mutable_as<caf::error>(2));
+          auto err = msg.get_as<caf::error>(2);
+          st->answered(msg.get_as<int32_t>(1), err);
           if (!st->end && st->may_send())
             st->send_pending(pump);
         } else if (msg.match_elements<caf::down_msg>()) {
