@@ -64,9 +64,13 @@ private:
   size_t total_ = 0;
 };
 
-/// What a stream holds and its code did not take (rows, or batches cut row by
-/// row), as the rows a give-back returns to the front of the queue, oldest
-/// first. Shared by a reader's end and by the relay of a lost remote reader.
+/// Appends a unit a consumer did not take to the rows a give-back returns to
+/// the front of the queue: a row as it is, a batch cut row by row. Shared by
+/// a reader's end and by the relay of a lost remote consumer.
+void append_rows(std::vector<element>& rows, element&& unit, bool batch);
+
+/// What a stream holds and its code did not take (rows, or batches), as the
+/// rows of a give-back, oldest first.
 std::vector<element> rows_of(std::deque<element>& units, bool as_rows);
 
 /// Why a streaming client's queue is gone, from its down message: the

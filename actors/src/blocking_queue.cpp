@@ -131,15 +131,19 @@ void pull_stream::confirm() {
   confirmed_ = handed_;
 }
 
+void append_rows(std::vector<element>& rows, element&& unit, bool batch) {
+  if (!batch) {
+    rows.push_back(std::move(unit));
+    return;
+  }
+  for (int64_t i = 0; i < unit.batch_size(); ++i)
+    rows.push_back(unit.row(i));
+}
+
 std::vector<element> rows_of(std::deque<element>& units, bool as_rows) {
   std::vector<element> rows;
-  for (auto& x : units) {
-    if (as_rows)
-      rows.push_back(std::move(x));
-    else
-      for (int64_t i = 0; i < x.batch_size(); ++i)
-        rows.push_back(x.row(i));
-  }
+  for (auto& x : units)
+    append_rows(rows, std::move(x), !as_rows);
   units.clear();
   return rows;
 }

@@ -44,6 +44,7 @@ struct dequeue_receipts {
   uint64_t told = 0;              // the count the relay was last sent
   std::set<uint64_t> taken_early; // taken answers past `confirmed`
   std::map<caf::actor_addr, std::vector<uint64_t>> held; // by caller, not taken
+  std::set<caf::actor_addr> watched;                     // callers monitored
 
   void arrived_for(const caf::actor_addr& caller) { held[caller].push_back(++arrived); }
   /// `caller` calls again: what it was handed is taken.
@@ -138,20 +139,53 @@ caf::typed_response_promise<T> relay(Self self, Ts... xs) {
       self, [](auto&) {}, std::move(xs)...);
 }
 
-// A dequeue of a remote queue: what the caller was handed before is taken
-// (the relay at the queue is told), and this answer is counted when it comes.
-template <class... Ts>
-caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, Ts... xs) {
-  auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+// `caller` dequeues again, or ended: what it was handed is taken, and the
+// relay at the queue is told how far that confirms the answers.
+void caller_moved_on(endpoint_ptr self, const caf::actor_addr& caller) {
   auto& receipts = self->state.receipts;
   receipts.called(caller);
   if (receipts.confirmed > receipts.told && !self->state.lost) {
     receipts.told = receipts.confirmed;
     self->send(self->state.remote, taken_atom::value, receipts.told);
   }
+}
+
+// A dequeue of a remote queue: what the caller was handed before is taken,
+// and this answer is counted when it comes. A caller is watched from its
+// first answer, so that one that never calls again (a handle made for one
+// dequeue) confirms what it got when it ends instead of holding back the
+// others' confirmations for good.
+template <class... Ts>
+caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, Ts... xs) {
+  auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  caller_moved_on(self, caller);
   return relay_then<element>(
-      self, [self, caller](element&) { self->state.receipts.arrived_for(caller); },
+      self,
+      [self, caller](element&) {
+        auto& receipts = self->state.receipts;
+        receipts.arrived_for(caller);
+        if (!receipts.watched.insert(caller).second)
+          return;
+        if (auto alive = caf::actor_cast<caf::actor>(caller)) {
+          self->monitor(alive);
+        } else { // gone already: no down message will come
+          receipts.watched.erase(caller);
+          caller_moved_on(self, caller);
+        }
+      },
       std::move(xs)...);
+}
+
+// A down message of something other than the remote: a queue endpoint's
+// caller ended.
+template <class Self>
+void other_down(Self, const caf::down_msg&) {
+  // nop
+}
+
+void other_down(endpoint_ptr self, const caf::down_msg& dm) {
+  if (self->state.receipts.watched.erase(dm.source) > 0)
+    caller_moved_on(self, dm.source);
 }
 
 // An endpoint whose remote_node is destroyed ends (a queue's confirms its
@@ -199,8 +233,10 @@ void watch_remote(Self self, Handle remote, std::string what, bool lingers = fal
       kv.second.deliver(err);
   };
   self->set_down_handler([self, lingers, fail_pending](caf::down_msg& dm) {
-    if (dm.source != self->state.remote.address())
+    if (dm.source != self->state.remote.address()) {
+      other_down(self, dm);
       return;
+    }
     auto err = unreachable(self->home_system(), self->state.what, dm.reason);
     fail_pending(err);
     if (lingers)

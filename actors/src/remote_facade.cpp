@@ -6,7 +6,7 @@
 // made for that peer.
 #include "remote_internal.hpp"
 
-#include "quern/blocking_queue.hpp" // detail::credit_ledger
+#include "quern/blocking_queue.hpp" // detail::credit_ledger, detail::append_rows
 
 #include <deque>
 #include <iostream>
@@ -65,13 +65,8 @@ struct unconfirmed {
   bool settled() const { return owed.empty() && dequeues == 0; }
   std::vector<element> rows() {
     std::vector<element> out;
-    for (auto& [x, batch] : units) {
-      if (!batch)
-        out.push_back(std::move(x));
-      else
-        for (int64_t i = 0; i < x.batch_size(); ++i)
-          out.push_back(x.row(i));
-    }
+    for (auto& [x, batch] : units)
+      detail::append_rows(out, std::move(x), batch);
     units.clear();
     return out;
   }

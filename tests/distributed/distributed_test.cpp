@@ -229,14 +229,15 @@ consumer_kill_run kill_a_consumer(const std::string& victim_api,
 
 } // namespace
 
-TEST_CASE("distributed SIGKILL of a consumer gives back the row it was handed last") {
-  // The victim takes rows one blocking dequeue at a time and writes each
-  // down before it dequeues again, which confirms the row before. Killed,
-  // its last row (written down or not) and a row on its way to it go back
-  // to the queue, and its pending dequeue is withdrawn: the others take the
-  // rest, none is lost, and at most that one row is taken twice.
+namespace {
+
+// A victim taking rows by blocking dequeues is killed: its last row (written
+// down or not) and a row on its way to it go back to the queue, and its
+// pending dequeue is withdrawn. The others take the rest, none is lost, and
+// at most that one row is taken twice.
+void check_dequeue_victim(const std::string& api) {
   constexpr int64_t count = 4000;
-  auto run = kill_a_consumer("dequeue", "reader", count, 20, false);
+  auto run = kill_a_consumer(api, "reader", count, 20, false);
   std::multiset<int64_t> got(run.victim.begin(), run.victim.end());
   got.insert(run.survivor.begin(), run.survivor.end());
   std::set<int64_t> unique(got.begin(), got.end());
@@ -247,6 +248,20 @@ TEST_CASE("distributed SIGKILL of a consumer gives back the row it was handed la
     CHECK((x >= 1000000 && x < 1000000 + count));
   CHECK(got.size() - unique.size() <= 1);
   CHECK(run.survivor.size() > 0);
+}
+
+} // namespace
+
+TEST_CASE("distributed SIGKILL of a consumer gives back the row it was handed last") {
+  // One handle: a dequeue confirms the row its caller was handed before.
+  check_dequeue_victim("dequeue");
+}
+
+TEST_CASE("distributed SIGKILL of a consumer making a handle per row gives back at most "
+          "its last row") {
+  // A caller that never dequeues again confirms its row when it ends, so
+  // the confirmations of those after it are not held back.
+  check_dequeue_victim("fresh-dequeue");
 }
 
 namespace {

@@ -104,7 +104,8 @@ struct node_config : quern::remote_config {
     caf::config_option_adder{custom_options_, "node"}
         .add(role, "role", "host, produce, consume, close, wait-stop or feed-until-stop")
         .add(address, "address", "host:port of the host (not for host)")
-        .add(api, "api", "which client: enqueue/writer/batch or dequeue/reader/batch")
+        .add(api, "api",
+             "which client: enqueue/writer/batch or dequeue/fresh-dequeue/reader/batch")
         .add(out, "out",
              "consume: the file taken values are appended to; produce (enqueue): "
              "each row the queue acknowledged")
@@ -309,6 +310,13 @@ int consume(quern::actor_system& sys, node_config& cfg) {
     while (auto b = reader.try_pull())
       for (auto v : (*b)[0].values<int64_t>())
         took(v);
+  } else if (cfg.api == "fresh-dequeue") {
+    // A handle made for each row: its caller ends right after its answer.
+    try {
+      for (;;)
+        took(quern::blocking_queue{sys, q}.dequeue()[0].scalar_value<int64_t>());
+    } catch (const quern::out_of_range_error&) {
+    }
   } else {
     quern::blocking_queue queue{sys, q};
     try {
