@@ -78,9 +78,9 @@ std::vector<element> rows_of(std::deque<element>& units, bool as_rows);
 /// shut down, else `unavailable`.
 caf::error queue_gone(const caf::down_msg& dm);
 
-/// What every streaming handle (queue_writer, queue_reader, batch_reader)
-/// is made of: a caller actor of its own, whose one mailbox receives the
-/// stream's answers in order (so a handle's calls take turns under `mtx`);
+/// What both readers (queue_reader, batch_reader) are made of: a caller
+/// actor of its own, whose one mailbox receives the stream's answers in
+/// order (so a reader's calls take turns under `mtx`);
 /// the queue it monitors; the credit it has out; and why the stream ended.
 /// A thread waiting in it is named in quern::actor_system's exit report.
 class stream_client {
@@ -89,19 +89,16 @@ public:
   stream_client(caf::actor_system& sys, queue_actor q, const char* who);
 
   /// Waits for one message: an answer goes to `on_answer`; the queue's end
-  /// records why (end) and forgets the credit out, whose units it returns.
-  /// `op` names the wait in the exit report.
+  /// records why (end) and forgets the credit out. `op` names the wait in
+  /// the exit report.
   template <class F>
-  size_t await_one(caf::atom_value op, F on_answer) {
+  void await_one(caf::atom_value op, F on_answer) {
     exit_watch::blocked_call waiting{self->home_system(),
                                      caf::actor_cast<caf::actor_addr>(queue), op};
-    size_t lost = 0;
-    self->receive(std::move(on_answer),
-                  [&](caf::down_msg& dm) { lost = queue_lost(dm); });
-    return lost;
+    self->receive(std::move(on_answer), [&](caf::down_msg& dm) { queue_lost(dm); });
   }
 
-  mutable std::mutex mtx; // stored() and refused() read under it
+  std::mutex mtx; // held through a reader's calls
   caf::scoped_actor self;
   queue_actor queue;
   credit_ledger ledger;
@@ -112,7 +109,7 @@ public:
   caf::error end;
 
 private:
-  size_t queue_lost(const caf::down_msg& dm);
+  void queue_lost(const caf::down_msg& dm);
 };
 
 /// The consumer side of both readers: keeps demand out for up to `window`

@@ -108,11 +108,11 @@ stream_client::stream_client(caf::actor_system& sys, queue_actor q, const char* 
   self->monitor(queue);
 }
 
-size_t stream_client::queue_lost(const caf::down_msg& dm) {
+void stream_client::queue_lost(const caf::down_msg& dm) {
   queue_down = true;
   if (!end)
     end = queue_gone(dm);
-  return ledger.forget();
+  ledger.forget();
 }
 
 pull_stream::pull_stream(caf::actor_system& sys, queue_actor q, const char* who,
