@@ -6,6 +6,8 @@
 // is the text between `// docs-snippet-begin: NAME` and `// docs-snippet-end`
 // here. Whole programs live in examples/ and are run by the tests.
 
+#include <thread>
+
 #include <caf/all.hpp>
 
 #include "quern/blocking_queue.hpp"
@@ -114,6 +116,23 @@ d.n = 32;
 d.count = 8;
 d.cut = quern::batch_cut::dequeue_up_to;
 self->send(q, quern::pull_atom::value, d); // answered by pulled(batches, error)
+// docs-snippet-end
+}
+
+void queues_writer_shared(caf::actor_system& sys, quern::queue_actor q) {
+// docs-snippet-begin: queues-writer-shared
+quern::queue_writer writer{sys, q};     // one writer, shared by two threads
+quern::blocking_queue queue{sys, q};
+auto push = [&](int64_t from) {
+  for (int64_t i = from; i < from + 100; ++i)
+    writer.push(quern::element{quern::tensor::scalar(i)});  // each thread's rows in order
+};
+std::thread a{push, 0};
+std::thread b{push, 100};
+a.join();
+b.join();
+auto rows = queue.dequeue_many(200);  // no flush() needed: nothing waits in the writer for good
+writer.flush();                       // waits until all is stored, throws the first error
 // docs-snippet-end
 }
 
