@@ -144,7 +144,7 @@ private:
   size_t chunk_;
   size_t max_messages_;
   std::deque<element> items_;
-  uint64_t handed_ = 0;    // units handed to the caller's code
+  uint64_t handed_ = 0;    // units handed to the caller's code (or, at the end, back)
   uint64_t confirmed_ = 0; // of which the queue was told
 };
 

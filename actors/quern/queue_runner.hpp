@@ -59,6 +59,12 @@ struct taken_rows {
   bool is_batch = false;
   std::vector<tensor> flat; // width > 0
   size_t width = 0;
+  /// The numbers of the pulled units (rows, or the batch) these are, for
+  /// a queue of another process that keeps them until the worker confirms
+  /// it is done with them: first_unit .. first_unit + units - 1 (units 0:
+  /// not numbered).
+  uint64_t first_unit = 0;
+  uint64_t units = 0;
   /// The rows, in order (a batch split into row views).
   std::vector<element> to_rows() &&;
 };
@@ -250,6 +256,8 @@ private:
   std::vector<queue_actor> asked_;
   /// Called when an abandoned run's last owed answer arrived.
   std::function<void()> on_settled_;
+  /// Called before each pull is sent, with the queue it goes to.
+  std::function<void(const queue_actor&)> on_pull_;
 };
 
 /// One run of a blocking enqueue op. The op runs in its worker's own thread

@@ -161,10 +161,14 @@ pull_stream::~pull_stream() {
     await_one();
   if (queue_down)
     return;
+  // What it holds goes back, then all it received is confirmed (what went
+  // back is done with too): a process lost in between has those rows
+  // handed out twice, never lost.
   auto told = confirmed_ != handed_ || !items_.empty();
-  confirm(); // before the give-back: what remains was not taken
+  handed_ += items_.size();
   if (!items_.empty())
     self->send(queue, give_back_atom::value, rows_of(items_, shape_.as_rows));
+  confirm();
   // Across processes the queue's side learns of this reader's end (its
   // down) straight from this process's middleman, which can overtake the
   // confirmation and the give-back on their way through the endpoint: it

@@ -1,9 +1,11 @@
 // The connecting side of quern/remote.hpp: the local endpoint that stands
 // for a remote queue, coordinator or summary writer and fails every waiting
 // call when its node is lost.
+#include "receipts.hpp"
 #include "remote_internal.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <set>
@@ -39,35 +41,32 @@ struct endpoint_state {
 // that one caller still holds holds back those of the others: if the
 // process is lost they are given back too, taken twice, never lost.
 struct dequeue_receipts {
-  uint64_t arrived = 0;           // answers received, numbered from 1
-  uint64_t confirmed = 0;         // answers 1..confirmed are taken
-  uint64_t told = 0;              // the count the relay was last sent
-  std::set<uint64_t> taken_early; // taken answers past `confirmed`
+  detail::prefix_receipts answers;
   std::map<caf::actor_addr, std::vector<uint64_t>> held; // by caller, not taken
   std::set<caf::actor_addr> watched;                     // callers monitored
 
-  void arrived_for(const caf::actor_addr& caller) { held[caller].push_back(++arrived); }
+  void arrived_for(const caf::actor_addr& caller) {
+    held[caller].push_back(answers.arrive(1));
+  }
   /// `caller` calls again: what it was handed is taken.
   void called(const caf::actor_addr& caller) {
     auto i = held.find(caller);
     if (i == held.end())
       return;
-    taken_early.insert(i->second.begin(), i->second.end());
+    for (auto n : i->second)
+      answers.release(n, 1);
     held.erase(i);
-    while (!taken_early.empty() && *taken_early.begin() == confirmed + 1) {
-      taken_early.erase(taken_early.begin());
-      ++confirmed;
-    }
   }
   void all_taken() {
-    confirmed = arrived;
+    answers.release_all();
     held.clear();
-    taken_early.clear();
   }
 };
 
 struct queue_endpoint_state : endpoint_state<queue_actor> {
   dequeue_receipts receipts;
+  // Its consumers confirm what they take (receipts.hpp, confirms_taking).
+  static inline const char* name = "quern.queue_endpoint";
 };
 
 using endpoint_ptr = queue_actor::stateful_pointer<queue_endpoint_state>;
@@ -144,10 +143,9 @@ caf::typed_response_promise<T> relay(Self self, Ts... xs) {
 void caller_moved_on(endpoint_ptr self, const caf::actor_addr& caller) {
   auto& receipts = self->state.receipts;
   receipts.called(caller);
-  if (receipts.confirmed > receipts.told && !self->state.lost) {
-    receipts.told = receipts.confirmed;
-    self->send(self->state.remote, taken_atom::value, receipts.told);
-  }
+  uint64_t n = 0;
+  if (!self->state.lost && receipts.answers.tell(n))
+    self->send(self->state.remote, taken_atom::value, n);
 }
 
 // A dequeue of a remote queue: what the caller was handed before is taken,
@@ -198,12 +196,12 @@ void end_endpoint(Self self, caf::error reason) {
 void end_endpoint(endpoint_ptr self, caf::error reason) {
   auto& receipts = self->state.receipts;
   receipts.all_taken(); // the process goes on with what its callers got
-  if (receipts.confirmed == receipts.told) {
+  uint64_t n = 0;
+  if (!receipts.answers.tell(n)) {
     self->quit(std::move(reason));
     return;
   }
-  receipts.told = receipts.confirmed;
-  self->send(self->state.remote, taken_atom::value, receipts.told);
+  self->send(self->state.remote, taken_atom::value, n);
   // The relay at the queue learns of this end straight from the middleman,
   // which can overtake the confirmation on its way through the node's
   // facade and have it give back rows the callers took: one answered
@@ -387,3 +385,18 @@ coordinator_actor spawn_coordinator_endpoint(caf::actor_system& sys,
 }
 
 } // namespace quern::remote_detail
+
+namespace quern::detail {
+
+bool confirms_taking(const queue_actor& q) {
+  if (!q)
+    return false;
+  auto a = caf::actor_cast<caf::abstract_actor*>(q);
+  if (a->node() != a->home_system().node())
+    return true; // a proxy
+  auto local = dynamic_cast<caf::local_actor*>(a);
+  return local != nullptr &&
+         std::strcmp(local->name(), remote_detail::queue_endpoint_state::name) == 0;
+}
+
+} // namespace quern::detail

@@ -32,8 +32,9 @@ using client_relay_actor =
 // (taken, atoms.hpp), so that it can go back to the front of the queue if the
 // consumer's process is lost: the units its pulls received (a reader), or the
 // answers to its dequeues (a queue's endpoint, which confirms an answer when
-// its caller dequeues again, remote_endpoint.cpp). Only consumers that
-// confirm are kept track of; an async worker's pull is not.
+// its caller dequeues again, remote_endpoint.cpp), or the units a queue
+// runner's worker pulled (confirmed once a run's output was stored,
+// runner_pipe.hpp). Only consumers that confirm are kept track of.
 struct unconfirmed {
   bool tracking = false; // the client confirms what it takes
   bool as_rows = true;   // the shape of its demands (a reader keeps one)
@@ -211,9 +212,10 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
         book->owed.sent(static_cast<size_t>(d.as_rows ? d.n : d.count));
         self->send(q, a, d);
       },
+      // A consumer confirms what it gives back after it (readers, workers):
+      // until then it stays here, and one lost in between has it handed
+      // out twice, never lost.
       [=](give_back_atom a, std::vector<element>& rows) {
-        // A reader gives back all it holds, after confirming what it took.
-        book->units.clear();
         self->send(q, a, std::move(rows));
       },
       [=](taken_atom, uint64_t n) { book->taken(n); },

@@ -140,6 +140,8 @@ void async_run::request_sent(const queue_actor& q) {
 }
 
 void async_run::pull_sent(const queue_actor& q) {
+  if (on_pull_)
+    on_pull_(q);
   pull_from_ = q;
   pull_pending_ = true;
 }
@@ -157,7 +159,7 @@ bool async_run::answer_arrived(const queue_actor& q, const element& e, bool is_b
   if (abandoned()) {
     std::vector<detail::taken_rows> back;
     back.push_back(std::move(t));
-    detail::async_worker_access::give_back_all(self_, std::move(back));
+    detail::async_worker_access::give_back_all(self_, back);
     if (!detail::async_worker_access::owed(*this) && on_settled_)
       on_settled_();
     return false;

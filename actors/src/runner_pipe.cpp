@@ -1,5 +1,8 @@
 #include "runner_pipe.hpp"
 
+#include <chrono>
+#include <memory>
+
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
@@ -26,6 +29,57 @@ bool is_clean_exit(const caf::error& reason) {
 
 } // namespace
 
+void upstream_receipts::pulling(caf::event_based_actor* self, const queue_actor& q) {
+  auto [i, fresh] = queues_.try_emplace(q.address());
+  if (!fresh)
+    return;
+  i->second.queue = q;
+  i->second.confirms = confirms_taking(q);
+  if (i->second.confirms)
+    self->send(q, taken_atom::value, uint64_t{0});
+}
+
+uint64_t upstream_receipts::arrive(const queue_actor& q, uint64_t n) {
+  auto i = queues_.find(q.address());
+  if (i == queues_.end() || !i->second.confirms || n == 0)
+    return 0;
+  return i->second.units.arrive(n);
+}
+
+void upstream_receipts::tell(caf::event_based_actor* self, queue_receipts& qr) {
+  uint64_t n = 0;
+  if (qr.confirms && qr.units.tell(n))
+    self->send(qr.queue, taken_atom::value, n);
+}
+
+void upstream_receipts::release(caf::event_based_actor* self, const taken_rows& t) {
+  if (t.units == 0 || t.first_unit == 0 || !t.from)
+    return;
+  auto i = queues_.find(t.from.address());
+  if (i == queues_.end())
+    return;
+  i->second.units.release(t.first_unit, t.units);
+  tell(self, i->second);
+}
+
+void upstream_receipts::release(caf::event_based_actor* self,
+                                const std::vector<taken_rows>& ts) {
+  for (auto& t : ts)
+    if (t.units > 0 && t.first_unit > 0 && t.from)
+      if (auto i = queues_.find(t.from.address()); i != queues_.end())
+        i->second.units.release(t.first_unit, t.units);
+  for (auto& kv : queues_)
+    tell(self, kv.second);
+}
+
+std::vector<queue_actor> upstream_receipts::told() const {
+  std::vector<queue_actor> out;
+  for (auto& kv : queues_)
+    if (kv.second.confirms)
+      out.push_back(kv.second.queue);
+  return out;
+}
+
 bool is_reportable(const std::vector<error_code>& closed_codes, bool stopping,
                    const caf::error& reason) {
   if (is_clean_exit(reason) || has_code(closed_codes, reason))
@@ -50,8 +104,27 @@ void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
 /// Quits once the worker is finishing and nothing is owed to it: no push
 /// unacknowledged, and (`owed`) no answer of an upstream queue pending.
 void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed) {
-  if (p.finish && p.pushes.empty() && !owed)
+  if (!p.finish || !p.pushes.empty() || owed || p.ending)
+    return;
+  auto upstream = p.upstream.told();
+  if (upstream.empty()) {
     end_worker(self, p, *p.finish);
+    return;
+  }
+  // The queues of other processes it pulled from learn of its end straight
+  // from the middleman, which can overtake its last confirmation: one
+  // answered request the same way each makes sure that arrived first (as a
+  // reader's end does). A lost node fails the request.
+  p.ending = true;
+  auto left = std::make_shared<size_t>(upstream.size());
+  auto one_done = [self, &p, left] {
+    if (--*left == 0)
+      end_worker(self, p, *p.finish);
+  };
+  for (auto& q : upstream)
+    self->request(q, std::chrono::seconds{10}, size_atom::value)
+        .then([one_done](int32_t) { one_done(); },
+              [one_done](caf::error&) { one_done(); });
 }
 
 /// The worker ends with `reason` (a stop or an error): pushes still pending
@@ -109,7 +182,9 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
         self->send(p.queue, push_atom::value, std::move(piece.rows));
       }
     }
-  } // else: the run consumed its sources (a filter) or had none
+  } else { // the run consumed its sources (a filter) or had none
+    p.upstream.release(self, sources);
+  }
   out.clear();
   if (ended && !p.finish)
     p.finish = caf::error{};
@@ -125,13 +200,15 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
 /// A run's pushes are all acknowledged: if the queue refused all of it, its
 /// sources go back; rows refused that cannot go back are counted.
 void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight& r) {
-  if (r.refused == 0)
-    return;
-  if (r.stored == 0 && !r.sources.empty()) {
-    async_worker_access::give_back_all(self, std::move(r.sources));
-    return;
+  if (r.refused > 0) {
+    if (r.stored == 0 && !r.sources.empty())
+      async_worker_access::give_back_all(self, r.sources);
+    else
+      p.rows_dropped += r.refused;
   }
-  p.rows_dropped += r.refused;
+  // Stored, dropped or sent back: done with (after the give-back, so that a
+  // process lost in between has them handed out twice, not lost).
+  p.upstream.release(self, r.sources);
 }
 
 /// A push was acknowledged. Returns false if the worker is to end.
@@ -160,6 +237,8 @@ void on_queue_down(caf::event_based_actor* self, push_pipe& p) {
     lost += n;
   p.rows_dropped += lost;
   p.pushes.clear();
+  for (auto& r : p.runs_in_flight)
+    p.upstream.release(self, r.sources); // gone with the queue
   p.runs_in_flight.clear();
   wind_down(self, p,
             make_error(error_code::cancelled, "the queue of " + p.name + " is gone"));

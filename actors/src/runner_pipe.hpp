@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,9 +15,43 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scheduled_actor.hpp>
 
+#include "receipts.hpp"
 #include "runner_shared.hpp"
 
 namespace quern::detail {
+
+/// What a worker's runs pulled from queues of other processes, confirmed
+/// to each such queue (taken) once the worker is done with it: a run's
+/// sources when its output was stored, dropped or given back, rows given
+/// back at once. Until then the queue's side keeps them, and gives them
+/// back if this process is lost (docs/distributed.md). A queue of this
+/// process keeps nothing and is told nothing.
+class upstream_receipts {
+public:
+  /// Before each pull: a queue of another process is told taken(0) before
+  /// the first, so that its side keeps what this worker is sent.
+  void pulling(caf::event_based_actor* self, const queue_actor& q);
+  /// `n` units came from `q`: the number of the first, or 0 for a queue
+  /// that is told nothing.
+  uint64_t arrive(const queue_actor& q, uint64_t n);
+  /// The worker is done with `t` / `ts` (sent back first, if they go back):
+  /// the queues they came from learn how far that confirms their units.
+  void release(caf::event_based_actor* self, const taken_rows& t);
+  void release(caf::event_based_actor* self, const std::vector<taken_rows>& ts);
+  /// The queues told anything: before the worker ends, one answered request
+  /// to each makes sure the last confirmation arrived before the worker's
+  /// end does (which their side learns straight from the middleman).
+  std::vector<queue_actor> told() const;
+
+private:
+  struct queue_receipts {
+    queue_actor queue;
+    bool confirms = false;
+    prefix_receipts units;
+  };
+  void tell(caf::event_based_actor* self, queue_receipts& qr);
+  std::map<caf::actor_addr, queue_receipts> queues_;
+};
 
 // A worker ends by quitting: normally when its input ended, with
 // user_shutdown when stopped, and with the run's error otherwise. Its runner
@@ -69,6 +104,9 @@ struct push_pipe {
   int64_t rows_dropped = 0;
   /// The end was reported (record_end runs once).
   bool ended = false;
+  /// The worker waits for its upstream queues before it ends.
+  bool ending = false;
+  upstream_receipts upstream;
 
   bool may_run() const {
     return !finish && !run_active && static_cast<int32_t>(pushes.size()) < window;

@@ -91,24 +91,30 @@ struct async_worker_access {
   static void set_on_settled(async_run& r, std::function<void()> f) {
     r.on_settled_ = std::move(f);
   }
+  static void set_on_pull(async_run& r, std::function<void(const queue_actor&)> f) {
+    r.on_pull_ = std::move(f);
+  }
   /// The rows the completed run took from upstream queues.
   static std::vector<taken_rows> take_sources(async_run& r) {
     return std::move(r.taken_);
   }
-  /// The worker is stopped during the run: what the run took goes back, its
-  /// output is dropped, a pending pull and pending dequeues are withdrawn
-  /// (their answers, rows included, go back when they come).
-  static void abandon(async_run& r) {
+  /// The worker is stopped during the run: what the run took goes back (the
+  /// entries are returned, for receipts), its output is dropped, a pending
+  /// pull and pending dequeues are withdrawn (their answers, rows included,
+  /// go back when they come).
+  static std::vector<taken_rows> abandon(async_run& r) {
     r.state_ = async_run::state::abandoned;
     r.out_.clear();
-    give_back_all(r.self_, std::move(r.taken_));
+    auto sources = std::move(r.taken_);
     r.taken_.clear();
+    give_back_all(r.self_, sources);
     if (r.on_pulled_) {
       r.on_pulled_ = nullptr;
       r.self_->send(r.pull_from_, unpull_atom::value);
     }
     for (auto& q : r.asked_)
       r.self_->send(q, unpull_atom::value);
+    return sources;
   }
   /// Whether answers are still owed to the run (a pull, dequeues).
   static bool owed(const async_run& r) {
@@ -118,11 +124,14 @@ struct async_worker_access {
   static void pull_answered(async_run& r) { r.pull_pending_ = false; }
   static const queue_actor& pull_from(const async_run& r) { return r.pull_from_; }
   static bool abandoned(const async_run& r) { return r.abandoned(); }
-  /// Records pulled rows as the run's sources (before the op sees them: it
+  /// Records pulled rows, numbered `first` on for their queue's receipts
+  /// (0: not numbered), as the run's sources (before the op sees them: it
   /// may move them).
-  static void took(async_run& r, const std::vector<element>& rows) {
+  static void took(async_run& r, const std::vector<element>& rows, uint64_t first) {
     taken_rows t;
     t.from = r.pull_from_;
+    t.first_unit = first;
+    t.units = first > 0 ? rows.size() : 0;
     // Kept flat: one allocation per pull, not one per row (a queue's rows
     // all have its number of components).
     t.width = rows.front().size();
@@ -143,15 +152,19 @@ struct async_worker_access {
     }
     r.taken_.push_back(std::move(t));
   }
-  static void took_batch(async_run& r, const element& batch) {
+  static void took_batch(async_run& r, const element& batch, uint64_t first) {
     taken_rows t;
     t.from = r.pull_from_;
+    t.first_unit = first;
+    t.units = first > 0 ? 1 : 0;
     t.batch = batch;
     t.is_batch = true;
     r.taken_.push_back(std::move(t));
   }
-  /// Sends rows back to the front of the queues they came from.
-  static void give_back_all(caf::event_based_actor* self, std::vector<taken_rows> taken) {
+  /// Sends rows back to the front of the queues they came from (the
+  /// entries keep where they came from and their numbers, for receipts).
+  static void give_back_all(caf::event_based_actor* self,
+                            std::vector<taken_rows>& taken) {
     for (auto& t : taken) {
       auto from = t.from;
       auto rows = std::move(t).to_rows();

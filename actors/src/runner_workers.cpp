@@ -57,7 +57,7 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   auto& st = self->state;
   if (st.pipe.run_active) {
     st.pipe.run_active = false;
-    async_worker_access::abandon(st.run);
+    st.pipe.upstream.release(self, async_worker_access::abandon(st.run));
   }
   wind_down(self, st.pipe, std::move(reason));
   async_try_finish(self);
@@ -70,7 +70,9 @@ void async_run_completed(async_worker_ptr self) {
   ++st.pipe.runs;
   if (async_worker_access::failed(r)) {
     // The run's sources go back: it produced nothing.
-    async_worker_access::give_back_all(self, async_worker_access::take_sources(r));
+    auto sources = async_worker_access::take_sources(r);
+    async_worker_access::give_back_all(self, sources);
+    st.pipe.upstream.release(self, sources);
     run_failed(self, st.pipe, std::move(async_worker_access::error(r)));
     async_try_finish(self);
     return;
@@ -109,16 +111,26 @@ void async_worker_down(async_worker_ptr self, const caf::down_msg& dm) {
 /// A pull was answered: the rows (or the one batch) go to the run that asked,
 /// or back to their queue if the run no longer waits for them.
 void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& err) {
-  auto& r = self->state.run;
+  auto& st = self->state;
+  auto& r = st.run;
   async_worker_access::pull_answered(r);
   const bool rows = async_worker_access::pulled_rows(r);
+  auto from = async_worker_access::pull_from(r); // the next pull may change it
+  // Numbered as the queue's side counts them (every unit of every answer);
+  // those not kept as the run's sources are done with once handled here.
+  taken_rows received;
+  received.from = from;
+  received.units = xs.size();
+  received.first_unit = st.pipe.upstream.arrive(from, received.units);
   if (!err && !xs.empty() && r.completed() == false) {
     if (rows)
-      async_worker_access::took(r, xs);
+      async_worker_access::took(r, xs, received.first_unit);
     else
-      async_worker_access::took_batch(r, xs.front());
+      async_worker_access::took_batch(r, xs.front(), received.first_unit);
+    received.units = 0;
   }
-  if (!async_worker_access::deliver_pulled(r, xs, err)) {
+  const bool delivered = async_worker_access::deliver_pulled(r, xs, err);
+  if (!delivered) {
     if (!xs.empty()) {
       std::vector<element> back;
       if (rows) {
@@ -129,11 +141,12 @@ void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& e
         t.is_batch = true;
         back = std::move(t).to_rows();
       }
-      self->send(async_worker_access::pull_from(r), give_back_atom::value,
-                 std::move(back));
+      self->send(from, give_back_atom::value, std::move(back));
     }
-    async_try_finish(self);
   }
+  st.pipe.upstream.release(self, received);
+  if (!delivered)
+    async_try_finish(self);
   watch_pull_origin(self);
 }
 
@@ -144,6 +157,9 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
   init_pipe(self, st.pipe, std::move(s));
   async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
   async_worker_access::set_on_settled(st.run, [self] { async_try_finish(self); });
+  async_worker_access::set_on_pull(st.run, [self](const queue_actor& q) {
+    self->state.pipe.upstream.pulling(self, q);
+  });
   self->set_down_handler([self](caf::down_msg& dm) { async_worker_down(self, dm); });
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);

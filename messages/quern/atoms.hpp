@@ -46,10 +46,12 @@ using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to
 /// the front of the queue.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
-/// consumer -> queue: (taken, n) the consumer's code has taken the first n
-/// units (rows, or batches) its pulls received, counted from its first pull;
-/// from a remote queue's endpoint, the first n answers to its dequeues.
-/// A reader sends taken(0) when it starts. The relay of a remote queue keeps
+/// consumer -> queue: (taken, n) the consumer is done with the first n
+/// units (rows, or batches) its pulls received, counted from its first pull:
+/// its code took them, or it gave them back (give_back comes first); from a
+/// remote queue's endpoint, the first n answers to its dequeues. A reader
+/// sends taken(0) when it starts, a queue runner's worker before its first
+/// pull of a queue of another process. The relay of a remote queue keeps
 /// what a consumer was sent and has not confirmed, and gives it back to the
 /// front of the queue if the consumer's process is lost; a queue in the
 /// consumer's own process has nothing to keep and ignores it.

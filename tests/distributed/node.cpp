@@ -1,14 +1,15 @@
 // quern_test_distributed_node: one process of the distributed tests
 // (distributed_test.cpp starts several). Roles:
-//   host     serves FIFO queue 'rows' (int64 scalars) and a coordinator on 127.0.0.1,
-//   port
-//            chosen by the OS and written to --node.port-file; runs until
-//            its stdin closes (the test's pipe, so it never outlives it)
+//   host     serves FIFO queues 'rows' (int64 scalars, --node.capacity) and
+//            'moved' (the same, capacity 8) and a coordinator on 127.0.0.1,
+//            port chosen by the OS and written to --node.port-file; runs
+//            until its stdin closes (the test's pipe, so it never outlives it)
 //   produce  connects, stores --node.count rows id*1e6+seq (--node.api:
 //            enqueue = blocking_queue::enqueue, writer = queue_writer::push,
 //            batch = blocking_queue::enqueue_many of 50, runner = a
 //            queue_runner of two async ops)
-//   consume  connects, takes rows until the queue is closed and empty
+//   consume  connects, takes rows of --node.queue (default 'rows') until it
+//            is closed and empty
 //            (--node.api: dequeue = blocking_queue, reader = queue_reader,
 //            batch = batch_reader dequeue_up_to 32) and appends each value
 //            to --node.out as it is taken (one write per row, so a kill -9
@@ -20,7 +21,10 @@
 //            acknowledged to --node.out, prints "retrying: <why>" to stderr
 //            at each retry and "reconnections N" at the end; connect timeout
 //            --node.timeout-ms
-//   close    connects and closes the queue
+//   move     a queue runner of one async op moves rows from 'rows' to
+//            'moved', pulling up to 8 per run, until 'rows' is closed and
+//            drained ('moved' stays open); "ready" in --node.out once started
+//   close    connects and closes the queue (--node.queue)
 //   wait-stop  connects and waits in the host's coordinator's
 //            wait_for_stop() (no timeout)
 //   feed-until-stop  a queue runner registered with the host's
@@ -99,6 +103,7 @@ struct node_config : quern::remote_config {
   bool close_after = false;
   int64_t fail_after = -1;
   std::string logdir;
+  std::string queue = "rows";
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
@@ -122,7 +127,8 @@ struct node_config : quern::remote_config {
         .add(fail_after, "fail-after",
              "feed-until-stop: the runner's op throws after this many rows")
         .add(logdir, "logdir",
-             "host: export a summary writer 'train' of this log directory");
+             "host: export a summary writer 'train' of this log directory")
+        .add(queue, "queue", "consume, close: the host's queue ('rows' or 'moved')");
   }
 };
 
@@ -152,7 +158,10 @@ int host(quern::actor_system& sys, node_config& cfg) {
     writer.emplace(sys, cfg.logdir);
     writers.emplace("train", writer->actor());
   }
-  auto srv = quern::serve(sys, {cfg.listen, 0, false, {{"rows", q}}, coord, writers});
+  auto moved = quern::spawn_fifo_queue(sys, 8, {quern::dtype::int64},
+                                       {quern::tensor_shape{}}, "moved");
+  auto srv = quern::serve(
+      sys, {cfg.listen, 0, false, {{"rows", q}, {"moved", moved}}, coord, writers});
   // Written whole, then renamed: the test never reads half a port.
   auto tmp = cfg.port_file + ".tmp";
   {
@@ -294,7 +303,7 @@ int consume(quern::actor_system& sys, node_config& cfg) {
   if (fd < 0)
     throw std::runtime_error("cannot open " + cfg.out);
   auto node = quern::connect(sys, cfg.address);
-  auto q = node.queue("rows");
+  auto q = node.queue(cfg.queue);
   write_all(fd, "ready\n");
   auto took = [&](int64_t v) {
     write_all(fd, std::to_string(v) + "\n");
@@ -408,7 +417,39 @@ int feed_and_join(quern::actor_system& sys, node_config& cfg) {
 
 int close_queue(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
-  quern::blocking_queue{sys, node.queue("rows")}.close();
+  quern::blocking_queue{sys, node.queue(cfg.queue)}.close();
+  return 0;
+}
+
+// Moves rows from 'rows' to 'moved' in runs of up to 8 pulled rows: with
+// 'moved' full, the runs whose pushes wait there hold rows pulled and not
+// stored. Ends when 'rows' is closed and drained.
+int move_rows(quern::actor_system& sys, node_config& cfg) {
+  auto fd = ::open(cfg.out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + cfg.out);
+  auto node = quern::connect(sys, cfg.address);
+  auto from = node.queue("rows");
+  auto op = quern::async_op([from](quern::async_run& run) {
+    run.pull(from, 8, [&run](std::vector<quern::element>& rows) {
+      run.emit(std::move(rows));
+      run.done();
+    });
+  });
+  quern::queue_runner_options opts;
+  opts.name = "mover";
+  opts.close_op = std::nullopt;
+  quern::queue_runner runner{node.queue("moved"), {op}, opts};
+  runner.start(sys);
+  write_all(fd, "ready\n");
+  ::close(fd);
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+  while (runner.running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  if (runner.running())
+    throw std::runtime_error("the mover did not finish within 2 minutes");
+  for (auto& e : runner.exceptions_raised())
+    throw std::runtime_error("queue runner: " + quern::render(e));
   return 0;
 }
 
@@ -548,6 +589,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return consume(sys, cfg);
   if (cfg.role == "close")
     return close_queue(sys, cfg);
+  if (cfg.role == "move")
+    return move_rows(sys, cfg);
   if (cfg.role == "wait-stop")
     return wait_stop(sys, cfg);
   if (cfg.role == "feed-until-stop")
