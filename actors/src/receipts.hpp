@@ -47,8 +47,6 @@ public:
     n = told_ = confirmed_;
     return true;
   }
-  /// Something was told (the queue's side keeps what this consumer got).
-  bool told_any() const { return told_ > 0; }
 
 private:
   uint64_t arrived_ = 0;
