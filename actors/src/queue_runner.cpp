@@ -21,6 +21,22 @@ namespace quern {
 using detail::runner_config;
 using detail::runner_outcome;
 
+namespace detail {
+
+/// One start: the runner actor (held weakly: it lives until its work is
+/// done) and what it publishes as it ends. The runner's state is its own;
+/// the handle asks it (ask()). Not in the anonymous namespace: the handle's
+/// impl holds one.
+struct started_run {
+  caf::actor_system* sys = nullptr;
+  caf::actor_addr runner;
+  std::shared_ptr<runner_outcome> outcome;
+};
+
+} // namespace detail
+
+using detail::started_run;
+
 namespace {
 
 /// The queue's node name: its resource name without the `_<k>_` prefix of
@@ -34,15 +50,6 @@ std::string node_name(const std::string& resource_name) {
   }
   return resource_name;
 }
-
-/// One start: the runner actor (held weakly: it lives until its work is
-/// done) and what it publishes as it ends. The runner's state is its own;
-/// the handle asks it (ask()).
-struct started_run {
-  caf::actor_system* sys = nullptr;
-  caf::actor_addr runner;
-  std::shared_ptr<runner_outcome> outcome;
-};
 
 /// How long the handle waits for its runner's answer. The runner is a local
 /// event-based actor that answers at once; a runner that does not answer

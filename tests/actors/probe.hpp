@@ -22,6 +22,9 @@
 
 namespace quern::test {
 
+/// A dimension of unknown size in a queue's shapes.
+constexpr int64_t unk = tensor_shape::unknown_dim;
+
 /// One answer of a queue: rows stored (int32), an element, a bool, or an error.
 struct answer {
   std::variant<int32_t, element, bool, caf::error> value;

@@ -8,7 +8,6 @@ using namespace quern::test;
 namespace {
 
 using ivec = std::vector<int64_t>;
-constexpr int64_t unk = tensor_shape::unknown_dim;
 
 } // namespace
 

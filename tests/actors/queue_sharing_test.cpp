@@ -8,7 +8,6 @@ using namespace quern::test;
 namespace {
 
 using ivec = std::vector<int64_t>;
-constexpr int64_t unk = tensor_shape::unknown_dim;
 
 queue_options shared(int32_t capacity, std::vector<dtype> dtypes,
                      std::vector<tensor_shape> shapes, std::string shared_name = "sq") {

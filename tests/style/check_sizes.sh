@@ -28,8 +28,17 @@ while IFS= read -r f; do
   fi
 done < <(find "$src/actors" -name '*.cpp' -o -name '*.hpp' | sort)
 
+# What the build compiles of actors/src: each file, or in a unity build
+# (QUERN_UNITY_BUILD) the batches that include them, whose functions
+# clang-tidy reports as those of included files (-header-filter).
+units=$(grep -o '"file": *"[^"]*"' "$build/compile_commands.json" | sed 's/^"file": *"//; s/"$//' |
+  grep -E "^$src/actors/src/.*\.cpp\$|/quern_actors\.dir/Unity/unity_[0-9]+_cxx\.cxx\$" | sort -u)
+if [ "$(grep -c . <<<"$units")" -lt 2 ]; then
+  echo "check_sizes: $build/compile_commands.json compiles no file of actors/src" >&2
+  exit 1
+fi
 config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: $max_function_lines}]}"
-report=$(find "$src/actors/src" -name '*.cpp' | sort |
+report=$(echo "$units" |
   xargs -P "$(nproc)" -n 1 clang-tidy -p "$build" --quiet \
     -checks='-*,readability-function-size' -config="$config" \
     -header-filter="$src/actors/.*" 2>/dev/null |
