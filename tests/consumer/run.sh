@@ -4,7 +4,9 @@
 #      CMAKE_PREFIX_PATH=P (tests/consumer/CMakeLists.txt, QUERN_ROUTE=package)
 #   2. pkg-config: g++ $(pkg-config --cflags --libs quern) with P's quern.pc
 #   3. add_subdirectory(quern)                          (QUERN_ROUTE=subdirectory)
+#      compiling every file of quern on its own, as a sub-project does
 #   4. FetchContent from the source tree, no download   (QUERN_ROUTE=fetchcontent)
+#      in a parent that sets CMAKE_UNITY_BUILD (and half the time of 3)
 # Each program must print what the README says it prints.
 # Usage: tests/consumer/run.sh QUERN_BUILD_DIR WORK_DIR [JOBS]
 set -euo pipefail
@@ -55,7 +57,10 @@ check_programs "$work/pkg-config" pkg-config
 
 for route in subdirectory fetchcontent; do
   echo "== quern as a sub-project ($route)"
-  cmake -S "$root/tests/consumer" -B "$work/$route" -DQUERN_ROUTE=$route >"$work/$route.log" ||
+  unity=OFF
+  [ "$route" = fetchcontent ] && unity=ON
+  cmake -S "$root/tests/consumer" -B "$work/$route" -DQUERN_ROUTE=$route \
+    -DCMAKE_UNITY_BUILD=$unity >"$work/$route.log" ||
     { tail -30 "$work/$route.log"; exit 1; }
   cmake --build "$work/$route" -j "$jobs" >>"$work/$route.log" ||
     { tail -30 "$work/$route.log"; exit 1; }
