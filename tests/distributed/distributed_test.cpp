@@ -386,8 +386,11 @@ TEST_CASE("distributed a queue runner pulling from another process moves every r
 TEST_CASE("distributed SIGKILL of a queue runner pulling from another process gives "
           "back the rows it had not stored") {
   // The worker's runs of 8 pulled rows wait to be stored in 'moved' (a
-  // window of 2 pushes): those not stored go back to 'rows'. Rows stored
-  // whose confirmation had not arrived are taken twice: at most the window.
+  // window of 2 pushes): they go back to 'rows', and are stored in 'moved'
+  // too once it has room (a streamed push that reached a queue is stored).
+  // So are the rows of a run whose confirmation was on its way: at most the
+  // window and one run are taken twice (a later run's pull is answered only
+  // after that confirmation arrived: they travel the same way).
   constexpr int64_t count = 3000;
   auto run = run_mover(count, 100);
   std::multiset<int64_t> got(run.taken.begin(), run.taken.end());
@@ -396,7 +399,7 @@ TEST_CASE("distributed SIGKILL of a queue runner pulling from another process gi
   CHECK(unique.size() == static_cast<size_t>(count)); // none lost
   for (auto x : unique)
     CHECK((x >= 1000000 && x < 1000000 + count));
-  CHECK(got.size() - unique.size() <= 2 * 8);
+  CHECK(got.size() - unique.size() <= (2 + 1) * 8);
 }
 
 namespace {
