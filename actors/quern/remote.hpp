@@ -200,6 +200,19 @@ struct connect_options {
   /// How long connect() may take in all (TCP, CAF's handshake, quern's
   /// hello), and each later lookup (remote_node::queue).
   std::chrono::milliseconds timeout = std::chrono::seconds{5};
+  /// Not 0: this process ends when the node is lost (its process died or
+  /// stopped serving, or it was silent for longer than
+  /// middleman.connection-timeout), as a worker that has lost its chief.
+  /// quern says why on stderr, stops the queue runners of the actor system,
+  /// ends its actors (summary writers hand what they hold to the operating
+  /// system and close their files), waits for them at most the exit grace
+  /// (quern.exit-grace, 2 s) and exits with this status, whatever the
+  /// process's threads are doing; rows and scalars their handles still
+  /// hold are lost with it. 14 is TensorFlow's code for Unavailable. A
+  /// peer's kill of the node actor (docs/distributed.md, Limits) is no loss.
+  /// 0, the default: the process goes on, and every call waiting on the
+  /// node fails with unavailable_error.
+  int exit_status_on_loss = 0;
 };
 
 /// A connection to a node: hands out its exported queues as queue_actors

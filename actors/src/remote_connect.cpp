@@ -1,11 +1,16 @@
 // quern::connect and quern::remote_node (quern/remote.hpp).
 #include "remote_internal.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <set>
 #include <thread>
 
+#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/sec.hpp>
+#include <caf/system_messages.hpp>
 
 #include "quern/actor_system.hpp"
 
@@ -26,8 +31,12 @@ struct remote_node::impl {
   std::map<std::string, queue_actor> endpoints;
   coordinator_actor coordinator;
   std::map<std::string, summary_writer_actor> writers;
+  // Ends the process when the node is lost (connect_options::exit_status_on_loss).
+  caf::actor loss_watch;
 
   ~impl() {
+    if (loss_watch)
+      caf::anon_send_exit(loss_watch, caf::exit_reason::user_shutdown);
     for (auto& kv : endpoints)
       caf::anon_send_exit(kv.second, caf::exit_reason::user_shutdown);
     if (coordinator)
@@ -209,6 +218,46 @@ std::string hello(caf::actor_system& sys, const node_actor& node,
   return description;
 }
 
+// connect_options::exit_status_on_loss: stops the runners, ends quern's
+// actors (writers close their files), waits at most the exit grace, exits.
+[[noreturn]] void end_process(caf::actor_system& sys, const std::string& why,
+                              int status) {
+  std::cerr << "quern: " << why << "; this process ends with status " << status
+            << " (connect_options::exit_status_on_loss)" << std::endl;
+  detail::exit_watch::shut_down(sys);
+  caf::timespan grace = std::chrono::seconds{2};
+  if (auto* qs = dynamic_cast<quern::actor_system*>(&sys))
+    grace = qs->exit_grace();
+  auto deadline = steady::now() + grace;
+  while (detail::exit_watch::alive(sys) > 0 && steady::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  // Not exit(): the process's own threads still use what static
+  // destructors would destroy.
+  std::_Exit(status);
+}
+
+// Watches the node actor; its loss (not a peer's kill of it) ends the
+// process, from a thread of its own (the end blocks). Ends quietly with
+// its remote_node.
+caf::behavior loss_watch(caf::event_based_actor* self, node_actor node,
+                         std::string address, int status) {
+  self->monitor(node);
+  self->set_down_handler([self, address, status](caf::down_msg& dm) {
+    if (dm.reason != caf::exit_reason::kill) {
+      auto why = "the quern node at " + address + " was lost (" +
+                 self->system().render(dm.reason) + ")";
+      std::thread{[sys = &self->system(), why, status] {
+        end_process(*sys, why, status);
+      }}.detach();
+    }
+    self->quit();
+  });
+  return {[](const std::string&) {}}; // nothing to answer; it only watches
+}
+
 } // namespace
 
 remote_node connect(caf::actor_system& sys, const std::string& address,
@@ -238,6 +287,9 @@ remote_node connect(caf::actor_system& sys, const std::string& address,
   p->description = std::move(description);
   p->node = std::move(node);
   p->timeout = opts.timeout;
+  if (opts.exit_status_on_loss != 0)
+    p->loss_watch =
+        sys.spawn<caf::hidden>(loss_watch, p->node, address, opts.exit_status_on_loss);
   return remote_node{std::move(p)};
 }
 

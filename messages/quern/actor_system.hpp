@@ -58,6 +58,8 @@ struct exit_watch {
   /// caller actor of a blocking handle ends with its handle).
   static void track(caf::actor_system& sys, const caf::actor& a, std::string what,
                     std::function<void()> stop = {}, bool end_at_exit = true);
+  /// How many tracked actors that end at exit are still alive.
+  static size_t alive(caf::actor_system& sys);
   /// Renames a tracked actor (a runner learns its queue's name late).
   static void rename(const caf::actor_addr& a, std::string what);
   /// The name a tracked actor was given, or `actor #<id>`.

@@ -124,6 +124,17 @@ void exit_watch::track(caf::actor_system& sys, const caf::actor& a, std::string 
   a->attach_functor([id] { untrack(id); });
 }
 
+size_t exit_watch::alive(caf::actor_system& sys) {
+  auto& st = state();
+  std::lock_guard<std::mutex> guard{st.mtx};
+  auto i = st.actors.find(&sys);
+  if (i == st.actors.end())
+    return 0;
+  return static_cast<size_t>(
+      std::count_if(i->second.begin(), i->second.end(),
+                    [](const auto& kv) { return kv.second.end_at_exit; }));
+}
+
 void exit_watch::rename(const caf::actor_addr& a, std::string what) {
   auto& st = state();
   std::lock_guard<std::mutex> guard{st.mtx};

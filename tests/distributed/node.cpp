@@ -25,6 +25,13 @@
 //            'moved', pulling up to 8 per run, until 'rows' is closed and
 //            drained ('moved' stays open); "ready" in --node.out once started
 //   close    connects and closes the queue (--node.queue)
+//   exit-on-loss  connects with connect_options::exit_status_on_loss 14, feeds
+//            'rows' from a queue runner registered with the host's
+//            coordinator, logs 20 scalars 'worker/x' into a summary writer of
+//            its own (--node.logdir), waits 1 s for its handle to pass them
+//            on, writes "ready" to --node.out and then
+//            sleeps, in no quern call, until quern ends it (exit 3 if it
+//            is still alive after 2 minutes)
 //   wait-stop  connects and waits in the host's coordinator's
 //            wait_for_stop() (no timeout)
 //   feed-until-stop  a queue runner registered with the host's
@@ -421,6 +428,30 @@ int close_queue(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int exit_on_loss(quern::actor_system& sys, node_config& cfg) {
+  quern::connect_options opts;
+  opts.exit_status_on_loss = 14;
+  auto node = quern::connect(sys, cfg.address, opts);
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  auto op = quern::async_op([next](quern::async_run& run) {
+    run.emit(row((*next)++));
+    run.done();
+  });
+  quern::queue_runner_options ro;
+  ro.name = "feeder";
+  quern::queue_runner runner{node.queue("rows"), {op}, ro};
+  runner.start(sys, node.coordinator());
+  quern::summary_writer w{sys, cfg.logdir};
+  for (int64_t step = 0; step < 20; ++step)
+    w.scalar("worker/x", static_cast<double>(step), step);
+  // The handle passes its scalars on within 0.25 s; what it still held
+  // would be lost with the process.
+  std::this_thread::sleep_for(std::chrono::seconds{1});
+  append_line(cfg.out, "ready");
+  std::this_thread::sleep_for(std::chrono::minutes{2});
+  return 3;
+}
+
 // Moves rows from 'rows' to 'moved' in runs of up to 8 pulled rows: with
 // 'moved' full, the runs whose pushes wait there hold rows pulled and not
 // stored. Ends when 'rows' is closed and drained.
@@ -591,6 +622,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return close_queue(sys, cfg);
   if (cfg.role == "move")
     return move_rows(sys, cfg);
+  if (cfg.role == "exit-on-loss")
+    return exit_on_loss(sys, cfg);
   if (cfg.role == "wait-stop")
     return wait_stop(sys, cfg);
   if (cfg.role == "feed-until-stop")

@@ -115,3 +115,31 @@ TEST_CASE("distributed a summary writer that is not exported is failed_precondit
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }
+
+TEST_CASE("distributed a process that asked to end with its node exits with that status "
+          "when the node is lost") {
+  // connect_options::exit_status_on_loss: the worker sleeps in no quern
+  // call, its runner feeds the host's queue; the host is killed.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("worker.out");
+  auto logdir = dir.file("worker-run");
+  auto worker = start_client(
+      dir, "worker", host.address,
+      {"--node.role=exit-on-loss", "--node.out=" + out, "--node.logdir=" + logdir});
+  require_ready(*worker, out);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  require_exit(*worker, 14);
+  auto err = worker->err();
+  INFO(err);
+  CHECK(contains(err, "quern: the quern node at " + host.address + " was lost"));
+  CHECK(contains(err, "this process ends with status 14"));
+  // Its writer closed its file, readable, with the scalars it was sent.
+  auto scalars = scalars_in(logdir);
+  REQUIRE(scalars.count("worker/x") == 1);
+  auto& xs = scalars["worker/x"];
+  CHECK(xs.size() == 20);
+  for (size_t i = 0; i < xs.size(); ++i)
+    CHECK(xs[i] == std::make_pair(static_cast<int64_t>(i), static_cast<float>(i)));
+}
