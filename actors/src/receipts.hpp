@@ -37,7 +37,6 @@ public:
     confirmed_ = arrived_;
     done_.clear();
   }
-  uint64_t arrived() const { return arrived_; }
   /// Units 1 .. confirmed() are done with.
   uint64_t confirmed() const { return confirmed_; }
   /// The confirmation to send, if there is a new one: marks it told.

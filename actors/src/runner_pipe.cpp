@@ -52,22 +52,27 @@ void upstream_receipts::tell(caf::event_based_actor* self, queue_receipts& qr) {
     self->send(qr.queue, taken_atom::value, n);
 }
 
-void upstream_receipts::release(caf::event_based_actor* self, const taken_rows& t) {
-  if (t.units == 0 || t.first_unit == 0 || !t.from)
-    return;
-  auto i = queues_.find(t.from.address());
-  if (i == queues_.end())
-    return;
-  i->second.units.release(t.first_unit, t.units);
-  tell(self, i->second);
+upstream_receipts::queue_receipts* upstream_receipts::mark(const queue_actor& q,
+                                                           uint64_t first, uint64_t n) {
+  if (first == 0 || n == 0 || !q)
+    return nullptr;
+  auto i = queues_.find(q.address());
+  if (i == queues_.end() || !i->second.confirms)
+    return nullptr;
+  i->second.units.release(first, n);
+  return &i->second;
+}
+
+void upstream_receipts::release(caf::event_based_actor* self, const queue_actor& q,
+                                uint64_t first, uint64_t n) {
+  if (auto* qr = mark(q, first, n))
+    tell(self, *qr);
 }
 
 void upstream_receipts::release(caf::event_based_actor* self,
                                 const std::vector<taken_rows>& ts) {
   for (auto& t : ts)
-    if (t.units > 0 && t.first_unit > 0 && t.from)
-      if (auto i = queues_.find(t.from.address()); i != queues_.end())
-        i->second.units.release(t.first_unit, t.units);
+    mark(t.from, t.first_unit, t.units);
   for (auto& kv : queues_)
     tell(self, kv.second);
 }

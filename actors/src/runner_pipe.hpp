@@ -34,9 +34,11 @@ public:
   /// `n` units came from `q`: the number of the first, or 0 for a queue
   /// that is told nothing.
   uint64_t arrive(const queue_actor& q, uint64_t n);
-  /// The worker is done with `t` / `ts` (sent back first, if they go back):
-  /// the queues they came from learn how far that confirms their units.
-  void release(caf::event_based_actor* self, const taken_rows& t);
+  /// The worker is done with units first .. first + n - 1 of `q` / with
+  /// `ts` (sent back first, if they go back): the queues they came from
+  /// learn how far that confirms their units.
+  void release(caf::event_based_actor* self, const queue_actor& q, uint64_t first,
+               uint64_t n);
   void release(caf::event_based_actor* self, const std::vector<taken_rows>& ts);
   /// The queues told anything: before the worker ends, one answered request
   /// to each makes sure the last confirmation arrived before the worker's
@@ -49,6 +51,9 @@ private:
     bool confirms = false;
     prefix_receipts units;
   };
+  /// Marks the units done with: their queue's receipts, or null for a
+  /// queue told nothing.
+  queue_receipts* mark(const queue_actor& q, uint64_t first, uint64_t n);
   void tell(caf::event_based_actor* self, queue_receipts& qr);
   std::map<caf::actor_addr, queue_receipts> queues_;
 };

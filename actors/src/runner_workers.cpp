@@ -118,16 +118,14 @@ void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& e
   auto from = async_worker_access::pull_from(r); // the next pull may change it
   // Numbered as the queue's side counts them (every unit of every answer);
   // those not kept as the run's sources are done with once handled here.
-  taken_rows received;
-  received.from = from;
-  received.units = xs.size();
-  received.first_unit = st.pipe.upstream.arrive(from, received.units);
+  auto units = xs.size();
+  auto first = st.pipe.upstream.arrive(from, units);
   if (!err && !xs.empty() && r.completed() == false) {
     if (rows)
-      async_worker_access::took(r, xs, received.first_unit);
+      async_worker_access::took(r, xs, first);
     else
-      async_worker_access::took_batch(r, xs.front(), received.first_unit);
-    received.units = 0;
+      async_worker_access::took_batch(r, xs.front(), first);
+    units = 0;
   }
   const bool delivered = async_worker_access::deliver_pulled(r, xs, err);
   if (!delivered) {
@@ -144,7 +142,7 @@ void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& e
       self->send(from, give_back_atom::value, std::move(back));
     }
   }
-  st.pipe.upstream.release(self, received);
+  st.pipe.upstream.release(self, from, first, units);
   if (!delivered)
     async_try_finish(self);
   watch_pull_origin(self);
