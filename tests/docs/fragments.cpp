@@ -163,6 +163,18 @@ scalars.scalar("worker1/loss", 0.25, 10);
 // docs-snippet-end
 }
 
+void distributed_worker_without_chief(quern::actor_system& sys,
+                                      const quern::enqueue_op& read_op) {
+// docs-snippet-begin: distributed-exit-on-loss
+// a worker that cannot go on without its chief
+quern::connect_options opts;
+opts.exit_status_on_loss = 14;  // TensorFlow's code for Unavailable
+auto chief = quern::connect(sys, "127.0.0.1:7001", opts);
+quern::queue_runner runner{chief.queue("examples"), {read_op}};
+runner.start(sys, chief.coordinator());  // stopped, like every runner, when the chief goes
+// docs-snippet-end
+}
+
 void distributed_producer(quern::actor_system& sys,
                           const std::vector<quern::element>& batches) {
 // docs-snippet-begin: distributed-producer
