@@ -45,6 +45,10 @@ struct runner_state {
   /// runner must not end before it answered (workers may end that fast).
   bool start_pending = false;
   int pending_closes = 0;
+  /// Errors told to the coordinator and not yet answered: the runner ends
+  /// only after its coordinator knows why it stopped (a remote one would
+  /// otherwise lose the report when this process ends right after).
+  int pending_reports = 0;
   /// A runner lives until its work is done or it is stopped, even if nobody
   /// else holds a reference to it (released with the state on exit).
   caf::actor keep_alive;
@@ -55,7 +59,8 @@ using runner_ptr = runner_impl_actor::stateful_pointer<runner_state>;
 
 void check_finished(runner_ptr self) {
   auto& st = self->state;
-  if (st.started && !st.start_pending && st.live.empty() && st.pending_closes == 0) {
+  if (st.started && !st.start_pending && st.live.empty() && st.pending_closes == 0 &&
+      st.pending_reports == 0) {
     // Before anyone sees the runner down: its handle reads this once the
     // runner no longer answers.
     st.cfg.outcome->publish(st.tally->rows_dropped, st.tally->exceptions);
@@ -142,8 +147,16 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   auto reason = with_origin(dm.reason, st.names[dm.source.id()]);
   if (reportable(self, reason)) {
     if (st.cfg.coord) {
+      // Answered by the coordinator, or failed when it is gone (a remote
+      // one's endpoint fails it when the node is lost): never forever.
+      ++st.pending_reports;
+      auto reported = [self] {
+        --self->state.pending_reports;
+        check_finished(self);
+      };
       self->request(st.cfg.coord, caf::infinite, request_stop_atom::value, reason)
-          .then([](bool) {}, [](caf::error&) {});
+          .then([reported](bool) { reported(); },
+                [reported](caf::error&) { reported(); });
     } else {
       std::cerr << "quern: Exception in QueueRunner " << st.cfg.name << ": "
                 << render(reason) << '\n';
