@@ -1,7 +1,11 @@
 // decode_csv (docs/semantics.md CSV-1..CSV-3): dtypes and shapes, splitting and
 // quoting, defaults, strict numbers, select_cols, and every error text.
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
+#include <optional>
+#include <random>
 
 #include "input_test_util.hpp"
 
@@ -269,4 +273,89 @@ TEST_CASE("CSV-1 many records decode consistently", "[CSV-1]") {
     REQUIRE(names[i] == "n" + std::to_string(i));
     REQUIRE(tail[i] == -1);
   }
+}
+
+namespace {
+
+/// The bits of what std::from_chars makes of `s` (the correctly rounded
+/// reference); nullopt when it does not take all of `s`.
+template <class Float>
+std::optional<Float> reference_value(const std::string& s) {
+  Float v{};
+  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (res.ec != std::errc{} || res.ptr != s.data() + s.size())
+    return std::nullopt;
+  return v;
+}
+
+template <class Float>
+void check_same_bits_as_from_chars(const std::vector<std::string>& texts) {
+  std::vector<std::string> valid;
+  for (auto& t : texts)
+    if (reference_value<Float>(t))
+      valid.push_back(t);
+  REQUIRE(valid.size() > texts.size() / 2);
+  auto out = decode_csv(records(valid), {def<Float>(0)})[0].template values<Float>();
+  for (size_t i = 0; i < valid.size(); ++i) {
+    auto want = *reference_value<Float>(valid[i]);
+    INFO(valid[i]);
+    REQUIRE(std::memcmp(&out[i], &want, sizeof want) == 0);
+  }
+}
+
+} // namespace
+
+TEST_CASE("CSV-3 plain decimals are read to the same bits as std::from_chars",
+          "[CSV-3]") {
+  // The short path for [-]digits[.digits] must round exactly as the general
+  // one: at and beyond its limits (2^24 and 2^53 digits, 10 and 22
+  // fractional digits), signed zeros, and random decimals of every length.
+  std::vector<std::string> texts = {"16777216",
+                                    "16777217",
+                                    "16777218",
+                                    "-16777217",
+                                    "1677721.7",
+                                    "0.0000000001",
+                                    "0.00000000001",
+                                    "1.2345678901",
+                                    "-0",
+                                    "-0.000",
+                                    "0",
+                                    ".5",
+                                    "5.",
+                                    "-.5",
+                                    "9007199254740992",
+                                    "9007199254740993",
+                                    "0.1",
+                                    "0.3",
+                                    "3.4028235e38",
+                                    "1e-45",
+                                    "123456789012345678901234567890",
+                                    "0.1000000000000000000000001",
+                                    "7.000000"};
+  std::mt19937_64 gen{20261127};
+  auto digits = [&](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i)
+      s += static_cast<char>('0' + gen() % 10);
+    return s;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    std::string s = gen() % 2 ? "-" : "";
+    s += digits(static_cast<int>(gen() % 10));
+    if (gen() % 4 != 0)
+      s += "." + digits(static_cast<int>(gen() % 14));
+    texts.push_back(s);
+  }
+  check_same_bits_as_from_chars<float>(texts);
+  check_same_bits_as_from_chars<double>(texts);
+  // What the short path refuses is still judged by the general one.
+  CHECK(csv_error([] { decode_csv(".", {def<float>(0)}); }) ==
+        "Field 0 in record 0 is not a valid float: .");
+  CHECK(csv_error([] { decode_csv("1.2.3", {def<float>(0)}); }) ==
+        "Field 0 in record 0 is not a valid float: 1.2.3");
+  CHECK(csv_error([] { decode_csv("-", {def<double>(0)}); }) ==
+        "Field 0 in record 0 is not a valid double: -");
+  CHECK(csv_error([] { decode_csv("--1", {def<double>(0)}); }) ==
+        "Field 0 in record 0 is not a valid double: --1");
 }

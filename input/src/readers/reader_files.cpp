@@ -20,9 +20,12 @@ void set_key(std::string& key, const std::string& file, uint64_t n) {
   char digits[24];
   auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
   auto len = static_cast<size_t>(end - digits);
+  // One allocation and three copies: append(1, c) would fill through memset.
   key.clear();
   key.reserve(file.size() + 1 + len);
-  key.append(file).append(1, ':').append(digits, len);
+  key.append(file);
+  key.push_back(':');
+  key.append(digits, len);
 }
 
 void check_non_negative(const char* attr, int64_t value) {

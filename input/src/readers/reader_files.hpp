@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ int open_or_throw(const std::string& file);
 class buffered_file {
 public:
   explicit buffered_file(std::string name)
-      : name_(std::move(name)), fd_(open_or_throw(name_)), buf_(buffer_size) {}
+      : name_(std::move(name)), fd_(open_or_throw(name_)), buf_(new char[buffer_size]) {}
   ~buffered_file() { ::close(fd_); }
   buffered_file(const buffered_file&) = delete;
   buffered_file& operator=(const buffered_file&) = delete;
@@ -54,7 +55,7 @@ public:
     out.clear();
     for (;;) {
       auto avail = end_ - pos_;
-      auto* start = buf_.data() + pos_;
+      auto* start = buf_.get() + pos_;
       auto* nl = static_cast<const char*>(std::memchr(start, '\n', avail));
       if (nl != nullptr) {
         out.append(start, static_cast<size_t>(nl - start));
@@ -78,7 +79,7 @@ public:
       if (pos_ == end_ && !fill())
         break;
       auto k = std::min(n - done, end_ - pos_);
-      out.append(buf_.data() + pos_, k);
+      out.append(buf_.get() + pos_, k);
       pos_ += k;
       done += k;
     }
@@ -100,10 +101,10 @@ public:
 
   void read_all(std::string& out) {
     out.clear();
-    out.append(buf_.data() + pos_, end_ - pos_);
+    out.append(buf_.get() + pos_, end_ - pos_);
     pos_ = end_;
     while (fill()) {
-      out.append(buf_.data(), end_);
+      out.append(buf_.get(), end_);
       pos_ = end_;
     }
   }
@@ -120,7 +121,7 @@ private:
   bool fill() {
     pos_ = end_ = 0;
     for (;;) {
-      auto n = ::read(fd_, buf_.data(), buf_.size());
+      auto n = ::read(fd_, buf_.get(), buffer_size);
       if (n > 0) {
         end_ = static_cast<size_t>(n);
         return true;
@@ -134,7 +135,9 @@ private:
 
   std::string name_;
   int fd_;
-  std::vector<char> buf_;
+  // Not zero-filled: a reader opens a file per work item, and only the
+  // bytes read() returned are ever looked at.
+  std::unique_ptr<char[]> buf_;
   size_t pos_ = 0;
   size_t end_ = 0;
 };
