@@ -154,11 +154,7 @@ int64_t plain_loop(const std::vector<std::string>& files, int64_t read_batch,
   int64_t n = 0;
   try {
     for (;;) {
-      auto records = reader.read_up_to(source, read_batch);
-      std::vector<std::string> lines;
-      lines.reserve(records.size());
-      for (auto& r : records)
-        lines.push_back(std::move(r.value));
+      auto lines = reader.read_values_up_to(source, read_batch);
       auto cols = decode_csv(tensor::vector<std::string>(std::move(lines)), defaults);
       auto y = cols[2].values<float>();
       for (auto v : y)

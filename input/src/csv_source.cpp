@@ -41,11 +41,7 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
   st->defaults = std::move(record_defaults);
   st->opts = std::move(opts);
   example_source source{example_fn{[st]() -> element {
-    auto records = st->reader.read_up_to(st->files, st->opts.read_batch);
-    std::vector<std::string> lines;
-    lines.reserve(records.size());
-    for (auto& r : records)
-      lines.push_back(std::move(r.value));
+    auto lines = st->reader.read_values_up_to(st->files, st->opts.read_batch);
     return element{decode_csv(tensor::vector<std::string>(std::move(lines)), st->defaults,
                               st->opts.field_delim, st->opts.use_quote_delim,
                               st->opts.na_value, st->opts.select_cols)};

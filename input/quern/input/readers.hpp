@@ -55,6 +55,10 @@ public:
   /// a failed read (e.g. data_loss_error for a corrupt TFRecord).
   virtual bool next(record& out) = 0;
 
+  /// next() without the key, for callers that drop it: a source whose key
+  /// costs something to make (a text line's `<file>:<line>`) skips it.
+  virtual bool next_value(std::string& value);
+
   /// Whether the source already knows that next() will return false (the
   /// whole-file source after its one record): the reader then completes the
   /// work unit in the same call, as TF does.
@@ -140,6 +144,13 @@ public:
   /// to the next call (TF would fail the call and drop those records).
   std::vector<record> read_up_to(blocking_queue& filenames, int64_t n);
   std::vector<record> read_up_to(const work_source& next_work, int64_t n);
+
+  /// read_up_to's values without their keys (`_, lines = reader.read_up_to(...)`,
+  /// what decode_csv takes): the same records, counts, work-unit boundaries
+  /// and errors, with no key made (for text lines, one allocation a line
+  /// less).
+  std::vector<std::string> read_values_up_to(blocking_queue& filenames, int64_t n);
+  std::vector<std::string> read_values_up_to(const work_source& next_work, int64_t n);
 
   /// Records produced since construction or reset().
   int64_t num_records_produced() const;

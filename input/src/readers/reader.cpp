@@ -44,12 +44,16 @@ struct reader::impl {
 
   /// Reads one record of the current unit: true if produced; false at its
   /// end (the unit is then finished). Rethrows a sticky error.
-  bool read_one(record& out) {
+  /// Reads one record of the current unit with `next` (the source's next
+  /// or next_value): true if produced; false at its end (the unit is then
+  /// finished). Rethrows a sticky error.
+  template <class Next>
+  bool read_one_with(Next next) {
     if (error)
       std::rethrow_exception(error);
     bool ok;
     try {
-      ok = source->next(out);
+      ok = next(*source);
     } catch (...) {
       error = std::current_exception();
       throw;
@@ -64,6 +68,10 @@ struct reader::impl {
     return true;
   }
 
+  bool read_one(record& out) {
+    return read_one_with([&out](record_source& s) { return s.next(out); });
+  }
+
   record read(const work_source& next_work) {
     std::lock_guard<std::mutex> guard{mtx};
     record out;
@@ -75,18 +83,21 @@ struct reader::impl {
     }
   }
 
-  std::vector<record> read_up_to(const work_source& next_work, int64_t n) {
+  /// RD-2 into a vector of T (record, or a value alone), each read by
+  /// `next(source, T&)`.
+  template <class T, class Next>
+  std::vector<T> read_up_to(const work_source& next_work, int64_t n, Next next) {
     if (n < 0)
       throw invalid_argument_error("num_records must be >= 0 not " + std::to_string(n));
     std::lock_guard<std::mutex> guard{mtx};
-    std::vector<record> out;
+    std::vector<T> out;
     if (n == 0)
       return out; // as TF: nothing read, nothing dequeued
     // One allocation instead of a doubling series: each large allocation
     // makes glibc's malloc consolidate every small chunk freed since the
     // last one (the previous call's record strings), under the arena lock.
     out.reserve(static_cast<size_t>(std::min<int64_t>(n, 1 << 16)));
-    record r;
+    T r;
     for (;;) {
       if (!source) {
         if (!out.empty())
@@ -97,7 +108,7 @@ struct reader::impl {
         return out;
       bool ok;
       try {
-        ok = read_one(r);
+        ok = read_one_with([&](record_source& s) { return next(s, r); });
       } catch (...) {
         if (!out.empty())
           return out; // the unit's error stays sticky for the next call
@@ -155,11 +166,30 @@ record reader::read(const work_source& next_work) {
 }
 
 std::vector<record> reader::read_up_to(blocking_queue& filenames, int64_t n) {
-  return impl_->read_up_to(queue_work(filenames, impl_->validated), n);
+  return read_up_to(queue_work(filenames, impl_->validated), n);
 }
 
 std::vector<record> reader::read_up_to(const work_source& next_work, int64_t n) {
-  return impl_->read_up_to(next_work, n);
+  return impl_->read_up_to<record>(next_work, n,
+                                   [](record_source& s, record& r) { return s.next(r); });
+}
+
+std::vector<std::string> reader::read_values_up_to(blocking_queue& filenames, int64_t n) {
+  return read_values_up_to(queue_work(filenames, impl_->validated), n);
+}
+
+std::vector<std::string> reader::read_values_up_to(const work_source& next_work,
+                                                   int64_t n) {
+  return impl_->read_up_to<std::string>(
+      next_work, n, [](record_source& s, std::string& v) { return s.next_value(v); });
+}
+
+bool record_source::next_value(std::string& value) {
+  record r;
+  if (!next(r))
+    return false;
+  value = std::move(r.value);
+  return true;
 }
 
 int64_t reader::num_records_produced() const {

@@ -34,6 +34,17 @@ public:
     return true;
   }
 
+  bool next_value(std::string& value) override {
+    if (done_)
+      return false;
+    if (!file_.read_line(value)) {
+      done_ = true;
+      return false;
+    }
+    ++line_;
+    return true;
+  }
+
 private:
   buffered_file file_;
   int64_t line_ = 0;
