@@ -211,7 +211,8 @@ struct connect_options {
   /// hold are lost with it. 14 is TensorFlow's code for Unavailable. A
   /// peer's kill of the node actor (docs/distributed.md, Limits) is no loss.
   /// 0, the default: the process goes on, and every call waiting on the
-  /// node fails with unavailable_error.
+  /// node fails with unavailable_error. connect() refuses a status outside
+  /// 0..255 with invalid_argument_error (exit statuses are one byte).
   int exit_status_on_loss = 0;
 };
 

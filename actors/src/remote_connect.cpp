@@ -268,6 +268,11 @@ remote_node connect(caf::actor_system& sys, const std::string& address,
     throw invalid_argument_error("quern::connect to " + address +
                                  " needs a positive timeout, got " +
                                  std::to_string(opts.timeout.count()) + " ms");
+  // An exit status is one byte: 256 would end the process with 0, success.
+  if (opts.exit_status_on_loss < 0 || opts.exit_status_on_loss > 255)
+    throw invalid_argument_error("quern::connect to " + address +
+                                 ": exit_status_on_loss must be 0 to 255, got " +
+                                 std::to_string(opts.exit_status_on_loss));
   if (uses_tls(sys))
     check_tls_files(sys.config(), "quern::connect to " + address);
   auto deadline = steady::now() + opts.timeout;

@@ -80,6 +80,31 @@ TEST_CASE("distributed connect and serve errors are quern errors naming the prob
     }
   }
 
+  SECTION(
+      "a timeout or an exit status out of range is invalid_argument, before connecting") {
+    // Nothing listens there: a check made after trying would say unavailable.
+    auto address = "127.0.0.1:" + std::to_string(free_port());
+    for (int status : {-1, 256, 270}) {
+      INFO("exit_status_on_loss " << status);
+      quern::connect_options opts;
+      opts.exit_status_on_loss = status;
+      try {
+        quern::connect(sys, address, opts);
+        FAIL("connect accepted an exit status out of range");
+      } catch (const quern::invalid_argument_error& e) {
+        CHECK(contains(e.what(), "exit_status_on_loss must be 0 to 255, got " +
+                                     std::to_string(status)));
+        CHECK(contains(e.what(), address));
+      }
+    }
+    try {
+      quern::connect(sys, address, {std::chrono::milliseconds{0}});
+      FAIL("connect accepted a timeout of 0");
+    } catch (const quern::invalid_argument_error& e) {
+      CHECK(contains(e.what(), "needs a positive timeout, got 0 ms"));
+    }
+  }
+
   SECTION("nothing listening is unavailable, long before the deadline") {
     auto address = "127.0.0.1:" + std::to_string(free_port());
     // A deadline far beyond a refused connection: the answer must be
