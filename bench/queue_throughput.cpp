@@ -20,6 +20,9 @@
 //             flagship's shape): quern moves each batch as three shared
 //             buffers; moodycamel moves the same bytes as structs of three
 //             floats in bulk; the mutex queue moves the batches as elements.
+// --scale instead: the ns per row of batches as runs grow (1M to 16M rows)
+// and producers are added (1 to 16), quern beside moodycamel's bulk API,
+// with each side's peak RSS during its runs.
 
 #include <algorithm>
 #include <atomic>
@@ -346,6 +349,61 @@ double median(std::vector<double> xs) {
   return xs[xs.size() / 2];
 }
 
+/// --scale: the cost of a row as a run grows (1M to 16M rows, P = C = 1) and
+/// as producers are added (1 to 16, one consumer), batches of --batch rows:
+/// quern and moodycamel's bulk API in turns, medians of `repeat` runs.
+/// "vs first" is quern's ns per row over the sweep's first point's (1.00:
+/// flat); the peaks are the process's peak RSS while each side ran.
+/// Returns the largest of the peaks.
+double run_scale(caf::actor_system& sys, const params& p, int repeat) {
+  double largest = 0;
+  std::printf("%-30s %12s %12s %8s %8s %11s %11s\n", "scale, batches of --batch rows",
+              "quern ns/row", "moody ns/row", "q/moody", "vs first", "quern peak",
+              "moody peak");
+  struct point {
+    int64_t rows;
+    int producers;
+  };
+  auto sweep = [&](std::vector<point> points) {
+    double first = 0;
+    for (auto& pt : points) {
+      auto at = p;
+      at.elements = pt.rows;
+      std::vector<double> quern_ns, moody_ns, ratio;
+      double quern_peak = -1, moody_peak = -1;
+      for (int r = 0; r < repeat; ++r) {
+        double q = 0, m = 0;
+        for (int k = 0; k < 2; ++k) {
+          bench::reset_peak_rss();
+          if ((k + r) % 2 == 0) { // alternate which side runs first
+            q = run_actor_batch(sys, at, pt.producers, 1);
+            quern_peak = std::max(quern_peak, bench::peak_rss_since_reset_mib());
+          } else {
+            m = run_moody_bulk(at, pt.producers, 1);
+            moody_peak = std::max(moody_peak, bench::peak_rss_since_reset_mib());
+          }
+        }
+        quern_ns.push_back(1e9 / q);
+        moody_ns.push_back(1e9 / m);
+        ratio.push_back(q / m);
+      }
+      auto ns = median(quern_ns);
+      if (first == 0)
+        first = ns;
+      char name[64];
+      std::snprintf(name, sizeof name, "%lldM rows, P=%d C=1",
+                    static_cast<long long>(pt.rows / 1000000), pt.producers);
+      std::printf("%-30s %12.1f %12.1f %7.2fx %7.2fx %7.1f MiB %7.1f MiB\n", name, ns,
+                  median(moody_ns), median(ratio), ns / first, quern_peak, moody_peak);
+      largest = std::max({largest, quern_peak, moody_peak});
+      std::fflush(stdout);
+    }
+  };
+  sweep({{1000000, 1}, {4000000, 1}, {16000000, 1}});
+  sweep({{4000000, 1}, {4000000, 2}, {4000000, 4}, {4000000, 8}, {4000000, 16}});
+  return largest;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -353,6 +411,7 @@ int main(int argc, char** argv) {
   int repeat = 3;
   std::string only;
   std::string scheduler;
+  bool scale = false;
   po::options_description desc{"bench_queue_throughput: a FIFO queue actor against a "
                                "mutex + condition-variable queue, same process\nOptions"};
   desc.add_options()("help,h", "show this help")(
@@ -371,7 +430,10 @@ int main(int argc, char** argv) {
       "only", po::value<std::string>(&only)->default_value(""),
       "run only scenarios whose name contains this text, e.g. \"P=C=1 single\"")(
       "scheduler", po::value<std::string>(&scheduler)->default_value(""),
-      "CAF scheduler policy: stealing or sharing (default: quern::config's)");
+      "CAF scheduler policy: stealing or sharing (default: quern::config's)")(
+      "scale", po::bool_switch(&scale),
+      "instead of the scenarios: ns per row of batches as runs grow from 1M to 16M "
+      "rows and producers from 1 to 16, beside moodycamel, with each side's peak RSS");
   po::variables_map vm;
   if (auto status =
           quern::cli::parse_options("bench_queue_throughput", argc, argv, desc, vm))
@@ -391,6 +453,11 @@ int main(int argc, char** argv) {
   if (!scheduler.empty())
     cfg.set("scheduler.policy", caf::atom_from_string(scheduler));
   caf::actor_system sys{cfg};
+  if (scale) {
+    // The peaks were reset for each run: the largest of them is the peak.
+    std::printf("peak RSS %.1f MiB\n", run_scale(sys, p, repeat));
+    return 0;
+  }
   std::printf("%-26s %13s %13s %13s %8s %8s\n", "scenario", "quern rows/s",
               "mutex rows/s", "moody rows/s", "q/mutex", "q/moody");
   enum class kind { single, batch, flagship };
