@@ -359,3 +359,51 @@ TEST_CASE("CSV-3 plain decimals are read to the same bits as std::from_chars",
   CHECK(csv_error([] { decode_csv("--1", {def<double>(0)}); }) ==
         "Field 0 in record 0 is not a valid double: --1");
 }
+
+TEST_CASE("CSV-2 a record without quotes or CR/LF splits at every delimiter", "[CSV-2]") {
+  // Such records take a short path (memchr for the delimiter): against a
+  // plain split, with empty fields, a trailing delimiter, '|' as the
+  // delimiter, quotes as ordinary characters when they are not special,
+  // and random select_cols.
+  std::mt19937_64 gen{7};
+  for (int i = 0; i < 3000; ++i) {
+    const char delim = i % 3 == 0 ? '|' : ',';
+    const bool quotes = i % 2 == 0;
+    std::string alphabet = std::string("ab1 ") + delim + delim;
+    if (!quotes)
+      alphabet += '"';
+    std::string rec;
+    auto len = 1 + gen() % 12;
+    for (size_t k = 0; k < len; ++k)
+      rec += alphabet[gen() % alphabet.size()];
+    std::vector<std::string> want{""};
+    for (char c : rec) {
+      if (c == delim)
+        want.emplace_back();
+      else
+        want.back() += c;
+    }
+    std::vector<int64_t> select;
+    std::vector<std::string> picked;
+    if (gen() % 2 == 0) {
+      for (size_t k = 0; k < want.size(); ++k)
+        if (gen() % 2 == 0) {
+          select.push_back(static_cast<int64_t>(k));
+          picked.push_back(want[k]);
+        }
+      if (select.empty()) {
+        select.push_back(0);
+        picked.push_back(want[0]);
+      }
+    } else {
+      picked = want;
+    }
+    std::vector<tensor> defaults(picked.size(), def<std::string>("?"));
+    INFO("record '" << rec << "', delimiter '" << delim << "', quotes " << quotes);
+    auto out = decode_csv(rec, defaults, std::string(1, delim), quotes, "", select);
+    REQUIRE(out.size() == picked.size());
+    for (size_t k = 0; k < picked.size(); ++k)
+      REQUIRE(out[k].scalar_value<std::string>() ==
+              (picked[k].empty() ? "?" : picked[k]));
+  }
+}
