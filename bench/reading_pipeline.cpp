@@ -155,7 +155,7 @@ int64_t plain_loop(const std::vector<std::string>& files, int64_t read_batch,
   try {
     for (;;) {
       auto lines = reader.read_values_up_to(source, read_batch);
-      auto cols = decode_csv(tensor::vector<std::string>(std::move(lines)), defaults);
+      auto cols = decode_csv(lines, defaults);
       auto y = cols[2].values<float>();
       for (auto v : y)
         checksum += v;

@@ -42,9 +42,9 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
   st->opts = std::move(opts);
   example_source source{example_fn{[st]() -> element {
     auto lines = st->reader.read_values_up_to(st->files, st->opts.read_batch);
-    return element{decode_csv(tensor::vector<std::string>(std::move(lines)), st->defaults,
-                              st->opts.field_delim, st->opts.use_quote_delim,
-                              st->opts.na_value, st->opts.select_cols)};
+    return element{decode_csv(lines, st->defaults, st->opts.field_delim,
+                              st->opts.use_quote_delim, st->opts.na_value,
+                              st->opts.select_cols)};
   }}};
   source.with_signature(std::move(sig));
   return source;

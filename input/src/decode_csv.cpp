@@ -371,12 +371,12 @@ column make_column(const tensor& d, size_t i) {
 
 } // namespace
 
-std::vector<tensor> decode_csv(const tensor& records,
-                               const std::vector<tensor>& record_defaults,
-                               const std::string& field_delim, bool use_quote_delim,
-                               const std::string& na_value,
-                               const std::vector<int64_t>& select_cols) {
-  // Attribute checks, in TF's order (DecodeCSVOp's constructor).
+namespace {
+
+/// The attribute checks, in TF's order (DecodeCSVOp's constructor).
+void check_attributes(const std::vector<tensor>& record_defaults,
+                      const std::string& field_delim,
+                      const std::vector<int64_t>& select_cols) {
   if (!select_cols.empty() && select_cols.size() != record_defaults.size())
     fail("select_cols should match output size (" + std::to_string(select_cols.size()) +
          " select_cols, " + std::to_string(record_defaults.size()) + " record_defaults)");
@@ -387,18 +387,21 @@ std::vector<tensor> decode_csv(const tensor& records,
     fail("select_cols should be non-negative indices");
   if (field_delim.size() != 1)
     fail("field_delim should be only 1 char");
-  if (records.type() != dtype::string)
-    fail(std::string("decode_csv: records must be a string tensor, not ") +
-         dtype_name(records.type()));
+}
 
+/// decode_csv of `n` records, record r being `record_at(r)`, after
+/// check_attributes; the outputs take `shape`.
+template <class RecordAt>
+std::vector<tensor> decode_rows(size_t n, RecordAt record_at, const tensor_shape& shape,
+                                const std::vector<tensor>& record_defaults,
+                                const std::string& field_delim, bool use_quote_delim,
+                                const std::string& na_value,
+                                const std::vector<int64_t>& select_cols) {
   const size_t ncols = record_defaults.size();
   std::vector<column> cols;
   cols.reserve(ncols);
   for (size_t i = 0; i < ncols; ++i)
     cols.push_back(make_column(record_defaults[i], i));
-
-  auto recs = records.values<std::string>();
-  const size_t n = recs.size();
   for (auto& c : cols)
     std::visit([n](auto& col) { col.values.resize(n); }, c);
 
@@ -406,7 +409,7 @@ std::vector<tensor> decode_csv(const tensor& records,
   splitter fields{field_delim[0], use_quote_delim, select_cols};
   for (size_t r = 0; r < n; ++r) {
     auto ri = static_cast<int64_t>(r);
-    fields.split(recs[r], ri);
+    fields.split(record_at(r), ri);
     if (fields.size() != ncols)
       fail("Expect " + std::to_string(ncols) + " fields but have " +
            std::to_string(fields.size()) + " in record " + std::to_string(r));
@@ -424,7 +427,6 @@ std::vector<tensor> decode_csv(const tensor& records,
 
   std::vector<tensor> out;
   out.reserve(ncols);
-  const auto& shape = records.shape();
   for (auto& c : cols)
     std::visit(
         [&](auto& col) {
@@ -432,6 +434,36 @@ std::vector<tensor> decode_csv(const tensor& records,
         },
         c);
   return out;
+}
+
+} // namespace
+
+std::vector<tensor> decode_csv(const tensor& records,
+                               const std::vector<tensor>& record_defaults,
+                               const std::string& field_delim, bool use_quote_delim,
+                               const std::string& na_value,
+                               const std::vector<int64_t>& select_cols) {
+  check_attributes(record_defaults, field_delim, select_cols);
+  if (records.type() != dtype::string)
+    fail(std::string("decode_csv: records must be a string tensor, not ") +
+         dtype_name(records.type()));
+  auto recs = records.values<std::string>();
+  return decode_rows(
+      recs.size(), [&recs](size_t r) { return std::string_view{recs[r]}; },
+      records.shape(), record_defaults, field_delim, use_quote_delim, na_value,
+      select_cols);
+}
+
+std::vector<tensor> decode_csv(const packed_values& records,
+                               const std::vector<tensor>& record_defaults,
+                               const std::string& field_delim, bool use_quote_delim,
+                               const std::string& na_value,
+                               const std::vector<int64_t>& select_cols) {
+  check_attributes(record_defaults, field_delim, select_cols);
+  return decode_rows(
+      records.size(), [&records](size_t r) { return records[r]; },
+      tensor_shape{static_cast<int64_t>(records.size())}, record_defaults, field_delim,
+      use_quote_delim, na_value, select_cols);
 }
 
 std::vector<tensor> decode_csv(const std::string& record,

@@ -407,3 +407,28 @@ TEST_CASE("CSV-2 a record without quotes or CR/LF splits at every delimiter", "[
               (picked[k].empty() ? "?" : picked[k]));
   }
 }
+
+TEST_CASE("CSV-1 packed records decode as the same records in a tensor", "[CSV-1]") {
+  packed_values lines;
+  for (std::string rec : {"1,0.5,\"a,b\"", "", "2,,c"}) {
+    if (rec.empty())
+      rec = "3,1e3,d"; // one more record, not an empty one
+    lines.text += rec;
+    lines.ends.push_back(lines.text.size());
+  }
+  std::vector<tensor> defaults{def<int64_t>(0), def<double>(-1), def<std::string>("")};
+  auto packed = decode_csv(lines, defaults);
+  auto unpacked = decode_csv(lines.to_tensor(), defaults);
+  REQUIRE(packed.size() == 3);
+  CHECK(packed[0].to_vector<int64_t>() == std::vector<int64_t>{1, 3, 2});
+  CHECK(packed[1].to_vector<double>() == std::vector<double>{0.5, 1000, -1});
+  CHECK(packed[2].to_vector<std::string>() == strings{"a,b", "d", "c"});
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(packed[i] == unpacked[i]);
+  CHECK(decode_csv(packed_values{}, defaults)[0].shape() == tensor_shape{0});
+  // The same checks and texts as for a tensor of records.
+  CHECK(csv_error([&] { decode_csv(lines, defaults, ";;"); }) ==
+        "field_delim should be only 1 char");
+  CHECK(csv_error([&] { decode_csv(lines, {def<int64_t>(0)}); }) ==
+        "Expect 1 fields but have 3 in record 0");
+}

@@ -306,17 +306,33 @@ TEST_CASE("RD-2 read_up_to never crosses into a new work unit after a record", "
         "num_records must be >= 0 not -1");
 }
 
-TEST_CASE("RD-2 read_values_up_to is read_up_to without the keys", "[RD-2]") {
+namespace {
+
+strings unpacked(const packed_values& vs) {
+  strings out;
+  for (size_t i = 0; i < vs.size(); ++i)
+    out.emplace_back(vs[i]);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("RD-2 read_values_up_to is read_up_to without the keys, packed", "[RD-2]") {
   temp_dir dir;
-  auto a = dir.write("a.txt", "a1\na2\na3\n");
+  auto a = dir.write("a.txt", "a1\n\na3\n");
   auto empty = dir.write("empty.txt", "");
-  auto b = dir.write("b.txt", "b1\r\nb2");
+  auto b = dir.write("b.txt", "b1\r\nb2\r");
   text_line_reader r;
   auto work = work_list({a, empty, b});
-  CHECK(r.read_values_up_to(work, 2) == strings{"a1", "a2"});
+  auto first = r.read_values_up_to(work, 2);
+  CHECK(unpacked(first) == strings{"a1", ""}); // an empty line is an empty value
+  CHECK(first.text == "a1");
+  CHECK(first.ends == std::vector<size_t>{2, 2});
   CHECK(r.read_values_up_to(work, 0).empty());
-  CHECK(r.read_values_up_to(work, 2) == strings{"a3"}); // a ended: stop there
-  CHECK(r.read_values_up_to(work, 10) == strings{"b1", "b2"});
+  CHECK(unpacked(r.read_values_up_to(work, 2)) == strings{"a3"}); // a ended: stop there
+  auto last = r.read_values_up_to(work, 10);
+  CHECK(unpacked(last) == strings{"b1", "b2"}); // CRLF, and a last line's "\r", dropped
+  CHECK(last.to_tensor().to_vector<std::string>() == strings{"b1", "b2"});
   CHECK(r.num_records_produced() == 5);
   CHECK(r.num_work_units_completed() == 3);
   CHECK_THROWS_AS(r.read_values_up_to(work, 10), out_of_range_error);
@@ -327,22 +343,25 @@ TEST_CASE("RD-2 read_values_up_to is read_up_to without the keys", "[RD-2]") {
   // keys of a later read_up_to are still the physical lines.
   text_line_reader mixed{1};
   auto more = work_list({a});
-  CHECK(mixed.read_values_up_to(more, 1) == strings{"a2"});
+  CHECK(unpacked(mixed.read_values_up_to(more, 1)) == strings{""});
   CHECK(keys_of(mixed.read_up_to(more, 5)) == strings{a + ":3"});
 
-  // Kinds whose keys cost nothing use the keyed read: the same values.
+  // Kinds whose keys cost nothing append the keyed read's value: the same.
   auto f = dir.write("r.tfrecord", tf_records({"one", "", "three"}));
   tf_record_reader t;
-  CHECK(t.read_values_up_to(work_list({f}), 10) == strings{"one", "", "three"});
+  CHECK(unpacked(t.read_values_up_to(work_list({f}), 10)) == strings{"one", "", "three"});
   CHECK(t.num_work_units_completed() == 1);
 
-  // A read error after values were produced is kept for the next call.
+  // A read error after values were produced is kept for the next call, and
+  // the values read before it are whole.
   auto damaged = tf_records({"one", "two"});
   damaged[19 + 12] ^= 0x01; // the second payload's first byte
   auto g = dir.write("bad.tfrecord", damaged);
   tf_record_reader u;
   auto bad = work_list({g});
-  CHECK(u.read_values_up_to(bad, 10) == strings{"one"});
+  auto before = u.read_values_up_to(bad, 10);
+  CHECK(unpacked(before) == strings{"one"});
+  CHECK(before.text == "one");
   CHECK(thrown<data_loss_error>([&] { u.read_values_up_to(bad, 10); }) ==
         "corrupted record at 31");
 }

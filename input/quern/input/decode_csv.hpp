@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "quern/input/packed_values.hpp"
 #include "quern/tensor.hpp"
 
 namespace quern {
@@ -51,6 +52,15 @@ namespace quern {
 ///   <r>)` `Quote inside a string has to be escaped by another quote (field <c> in record
 ///   <r>)` `Unquoted fields cannot have quotes/CRLFs inside (field <c> in record <r>)`
 std::vector<tensor> decode_csv(const tensor& records,
+                               const std::vector<tensor>& record_defaults,
+                               const std::string& field_delim = ",",
+                               bool use_quote_delim = true,
+                               const std::string& na_value = "",
+                               const std::vector<int64_t>& select_cols = {});
+
+/// Packed records (reader::read_values_up_to): the same, the outputs of
+/// shape [records.size()], without a string per record.
+std::vector<tensor> decode_csv(const packed_values& records,
                                const std::vector<tensor>& record_defaults,
                                const std::string& field_delim = ",",
                                bool use_quote_delim = true,

@@ -29,6 +29,7 @@
 
 #include "quern/blocking_queue.hpp"
 #include "quern/element.hpp"
+#include "quern/input/packed_values.hpp"
 
 namespace quern {
 
@@ -55,9 +56,10 @@ public:
   /// a failed read (e.g. data_loss_error for a corrupt TFRecord).
   virtual bool next(record& out) = 0;
 
-  /// next() without the key, for callers that drop it: a source whose key
-  /// costs something to make (a text line's `<file>:<line>`) skips it.
-  virtual bool next_value(std::string& value);
+  /// next()'s value appended to `block`, without the key, for callers that
+  /// drop it (a text line's `<file>:<line>` costs an allocation). False at
+  /// the end of the file, `block` as it was.
+  virtual bool append_value(std::string& block);
 
   /// Whether the source already knows that next() will return false (the
   /// whole-file source after its one record): the reader then completes the
@@ -145,12 +147,12 @@ public:
   std::vector<record> read_up_to(blocking_queue& filenames, int64_t n);
   std::vector<record> read_up_to(const work_source& next_work, int64_t n);
 
-  /// read_up_to's values without their keys (`_, lines = reader.read_up_to(...)`,
-  /// what decode_csv takes): the same records, counts, work-unit boundaries
-  /// and errors, with no key made (for text lines, one allocation a line
-  /// less).
-  std::vector<std::string> read_values_up_to(blocking_queue& filenames, int64_t n);
-  std::vector<std::string> read_values_up_to(const work_source& next_work, int64_t n);
+  /// read_up_to's values without their keys (`_, lines = reader.read_up_to(...)`),
+  /// packed end to end in one string, as decode_csv takes them: the same
+  /// records, counts, work-unit boundaries and errors, with no key made and
+  /// no string per value (for text lines, three allocations a line less).
+  packed_values read_values_up_to(blocking_queue& filenames, int64_t n);
+  packed_values read_values_up_to(const work_source& next_work, int64_t n);
 
   /// Records produced since construction or reset().
   int64_t num_records_produced() const;

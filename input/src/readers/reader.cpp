@@ -83,39 +83,34 @@ struct reader::impl {
     }
   }
 
-  /// RD-2 into a vector of T (record, or a value alone), each read by
-  /// `next(source, T&)`.
-  template <class T, class Next>
-  std::vector<T> read_up_to(const work_source& next_work, int64_t n, Next next) {
+  /// RD-2: reads up to n records, each by `take(source)` (true: one was
+  /// produced and kept), never starting a new work unit once one was
+  /// produced in this call. Returns how many were.
+  template <class Take>
+  int64_t read_up_to(const work_source& next_work, int64_t n, Take take) {
     if (n < 0)
       throw invalid_argument_error("num_records must be >= 0 not " + std::to_string(n));
     std::lock_guard<std::mutex> guard{mtx};
-    std::vector<T> out;
+    int64_t got = 0;
     if (n == 0)
-      return out; // as TF: nothing read, nothing dequeued
-    // One allocation instead of a doubling series: each large allocation
-    // makes glibc's malloc consolidate every small chunk freed since the
-    // last one (the previous call's record strings), under the arena lock.
-    out.reserve(static_cast<size_t>(std::min<int64_t>(n, 1 << 16)));
-    T r;
+      return got; // as TF: nothing read, nothing dequeued
     for (;;) {
       if (!source) {
-        if (!out.empty())
-          return out; // never cross into a new work unit (RD-2)
+        if (got > 0)
+          return got; // never cross into a new work unit (RD-2)
         start_next(next_work);
       }
-      if (static_cast<int64_t>(out.size()) == n)
-        return out;
+      if (got == n)
+        return got;
       bool ok;
       try {
-        ok = read_one_with([&](record_source& s) { return next(s, r); });
+        ok = read_one_with(take);
       } catch (...) {
-        if (!out.empty())
-          return out; // the unit's error stays sticky for the next call
+        if (got > 0)
+          return got; // the unit's error stays sticky for the next call
         throw;
       }
-      if (ok)
-        out.push_back(std::move(r));
+      got += ok ? 1 : 0;
     }
   }
 };
@@ -170,25 +165,51 @@ std::vector<record> reader::read_up_to(blocking_queue& filenames, int64_t n) {
 }
 
 std::vector<record> reader::read_up_to(const work_source& next_work, int64_t n) {
-  return impl_->read_up_to<record>(next_work, n,
-                                   [](record_source& s, record& r) { return s.next(r); });
+  std::vector<record> out;
+  // One allocation instead of a doubling series: each large allocation
+  // makes glibc's malloc consolidate every small chunk freed since the
+  // last one (the previous call's record strings), under the arena lock.
+  out.reserve(static_cast<size_t>(std::clamp<int64_t>(n, 0, 1 << 16)));
+  impl_->read_up_to(next_work, n, [&out](record_source& s) {
+    record r;
+    if (!s.next(r))
+      return false;
+    out.push_back(std::move(r));
+    return true;
+  });
+  return out;
 }
 
-std::vector<std::string> reader::read_values_up_to(blocking_queue& filenames, int64_t n) {
+packed_values reader::read_values_up_to(blocking_queue& filenames, int64_t n) {
   return read_values_up_to(queue_work(filenames, impl_->validated), n);
 }
 
-std::vector<std::string> reader::read_values_up_to(const work_source& next_work,
-                                                   int64_t n) {
-  return impl_->read_up_to<std::string>(
-      next_work, n, [](record_source& s, std::string& v) { return s.next_value(v); });
+packed_values reader::read_values_up_to(const work_source& next_work, int64_t n) {
+  packed_values out;
+  out.ends.reserve(static_cast<size_t>(std::clamp<int64_t>(n, 0, 1 << 16)));
+  impl_->read_up_to(next_work, n, [&out](record_source& s) {
+    auto before = out.text.size();
+    bool ok;
+    try {
+      ok = s.append_value(out.text);
+    } catch (...) {
+      out.text.resize(before); // a value cut short by a read error is no value
+      throw;
+    }
+    if (ok)
+      out.ends.push_back(out.text.size());
+    else
+      out.text.resize(before);
+    return ok;
+  });
+  return out;
 }
 
-bool record_source::next_value(std::string& value) {
+bool record_source::append_value(std::string& block) {
   record r;
   if (!next(r))
     return false;
-  value = std::move(r.value);
+  block += r.value;
   return true;
 }
 

@@ -53,6 +53,13 @@ public:
   /// (after stripping a final "\r") is left.
   bool read_line(std::string& out) {
     out.clear();
+    return append_line(out);
+  }
+
+  /// read_line, appending the line to `out`; false at the end of the file,
+  /// with nothing appended.
+  bool append_line(std::string& out) {
+    const size_t start_size = out.size();
     for (;;) {
       auto avail = end_ - pos_;
       auto* start = buf_.get() + pos_;
@@ -60,7 +67,7 @@ public:
       if (nl != nullptr) {
         out.append(start, static_cast<size_t>(nl - start));
         pos_ += static_cast<size_t>(nl - start) + 1;
-        strip_cr(out);
+        strip_cr(out, start_size);
         return true;
       }
       out.append(start, avail);
@@ -68,8 +75,8 @@ public:
       if (!fill())
         break;
     }
-    strip_cr(out);
-    return !out.empty();
+    strip_cr(out, start_size);
+    return out.size() > start_size;
   }
 
   /// Appends up to n bytes to `out`; returns how many were appended.
@@ -112,8 +119,9 @@ public:
 private:
   static constexpr size_t buffer_size = 256 << 10;
 
-  static void strip_cr(std::string& s) {
-    if (!s.empty() && s.back() == '\r')
+  /// Drops one "\r" that ends what was appended after `from`.
+  static void strip_cr(std::string& s, size_t from) {
+    if (s.size() > from && s.back() == '\r')
       s.pop_back();
   }
 

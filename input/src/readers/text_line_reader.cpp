@@ -34,10 +34,10 @@ public:
     return true;
   }
 
-  bool next_value(std::string& value) override {
+  bool append_value(std::string& block) override {
     if (done_)
       return false;
-    if (!file_.read_line(value)) {
+    if (!file_.append_line(block)) {
       done_ = true;
       return false;
     }
