@@ -14,6 +14,8 @@
 // - decode_csv returns one tensor per record default, of the default's dtype
 //   and the records' shape, or throws quern::invalid_argument_error (an
 //   op_error with code invalid_argument and a message); nothing else.
+// - Records packed end to end (packed_values) decode as the same records in
+//   a string tensor.
 // - Decoding records together is decoding each alone: the batch fails
 //   exactly when one record fails, and otherwise column j of the batch is
 //   the stack of column j of each record.
@@ -168,6 +170,23 @@ void check_anything(input& in) {
 
   auto batch =
       call(tensor::vector<std::string>(records), defaults, delim, quotes, na, select);
+  // The same records packed end to end (reader::read_values_up_to's form)
+  // decode to the same outputs, or fail with the same text.
+  quern::packed_values packed;
+  for (auto& r : records) {
+    packed.text += r;
+    packed.ends.push_back(packed.text.size());
+  }
+  outcome from_packed;
+  try {
+    from_packed.outputs = quern::decode_csv(packed, defaults, delim, quotes, na, select);
+  } catch (const quern::invalid_argument_error& e) {
+    from_packed.error = e.what();
+  }
+  PROMISE(from_packed.outputs.has_value() == batch.outputs.has_value());
+  PROMISE(from_packed.error == batch.error);
+  if (batch.outputs)
+    PROMISE(*from_packed.outputs == *batch.outputs);
   std::vector<outcome> singles;
   bool any_failed = false;
   for (auto& r : records) {
