@@ -295,7 +295,8 @@ void check_same_bits_as_from_chars(const std::vector<std::string>& texts) {
     if (reference_value<Float>(t))
       valid.push_back(t);
   REQUIRE(valid.size() > texts.size() / 2);
-  auto out = decode_csv(records(valid), {def<Float>(0)})[0].template values<Float>();
+  auto decoded = decode_csv(records(valid), {def<Float>(0)});
+  auto out = decoded[0].template values<Float>(); // a view: `decoded` keeps it alive
   for (size_t i = 0; i < valid.size(); ++i) {
     auto want = *reference_value<Float>(valid[i]);
     INFO(valid[i]);
