@@ -42,10 +42,8 @@ struct reader::impl {
     finished = started;
   }
 
-  /// Reads one record of the current unit: true if produced; false at its
-  /// end (the unit is then finished). Rethrows a sticky error.
-  /// Reads one record of the current unit with `next` (the source's next
-  /// or next_value): true if produced; false at its end (the unit is then
+  /// Reads one record of the current unit with `next(source)` (its next or
+  /// append_value): true if produced; false at its end (the unit is then
   /// finished). Rethrows a sticky error.
   template <class Next>
   bool read_one_with(Next next) {

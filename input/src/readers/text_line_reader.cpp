@@ -23,13 +23,9 @@ public:
   }
 
   bool next(record& out) override {
-    if (done_)
+    out.value.clear();
+    if (!append_value(out.value))
       return false;
-    if (!file_.read_line(out.value)) {
-      done_ = true;
-      return false;
-    }
-    ++line_;
     set_key(out.key, file_.name(), static_cast<uint64_t>(line_));
     return true;
   }
