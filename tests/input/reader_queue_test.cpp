@@ -3,6 +3,7 @@
 // OUT_OF_RANGE, queue signature checks, a blocked read that a producer
 // thread wakes up, NOT_FOUND and DATA_LOSS through the queue.
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -185,19 +186,22 @@ TEST_CASE_METHOD(system_fixture,
 }
 
 TEST_CASE_METHOD(system_fixture,
-                 "RD-1 one reader shared by two threads: calls are serialised, every "
+                 "RD-1 one reader shared by three threads: calls are serialised, every "
                  "record comes out once",
                  "[RD-1][RD-2]") {
+  // One thread calls read, one read_up_to, one read_values_up_to; every
+  // line's value is unique, so each can be traced to its key.
   temp_dir dir;
   strings files;
-  std::set<std::string> expected;
+  std::map<std::string, std::string> key_of; // value -> its <file>:<line>
   for (int f = 0; f < 8; ++f) {
     std::string text;
     for (int l = 1; l <= 50; ++l)
-      text += "r" + std::to_string(l) + "\n";
+      text += "s" + std::to_string(f) + "r" + std::to_string(l) + "\n";
     files.push_back(dir.write("s" + std::to_string(f) + ".txt", text));
     for (int l = 1; l <= 50; ++l)
-      expected.insert(files.back() + ":" + std::to_string(l));
+      key_of["s" + std::to_string(f) + "r" + std::to_string(l)] =
+          files.back() + ":" + std::to_string(l);
   }
   auto qa = filename_queue(sys);
   {
@@ -206,28 +210,43 @@ TEST_CASE_METHOD(system_fixture,
     q.close();
   }
   text_line_reader r;
-  auto consume = [&](strings& keys, bool up_to) {
-    blocking_queue q{sys, qa}; // one handle per thread, one reader for both
+  enum class call { read, read_up_to, read_values_up_to };
+  // What one thread took: (value, key), the key empty for values alone.
+  using taken = std::vector<std::pair<std::string, std::string>>;
+  auto consume = [&](taken& out, call how) {
+    blocking_queue q{sys, qa}; // one handle per thread, one reader for all
     try {
       for (;;) {
-        if (up_to) {
+        if (how == call::read) {
+          auto rec = r.read(q);
+          out.emplace_back(rec.value, rec.key);
+        } else if (how == call::read_up_to) {
           for (auto& rec : r.read_up_to(q, 7))
-            keys.push_back(rec.key);
+            out.emplace_back(rec.value, rec.key);
         } else {
-          keys.push_back(r.read(q).key);
+          auto vs = r.read_values_up_to(q, 5);
+          for (size_t i = 0; i < vs.size(); ++i)
+            out.emplace_back(std::string(vs[i]), "");
         }
       }
     } catch (const out_of_range_error&) {
     }
   };
-  strings k1, k2;
-  std::thread other{[&] { consume(k2, true); }};
-  consume(k1, false);
-  other.join();
-  std::set<std::string> got(k1.begin(), k1.end());
-  got.insert(k2.begin(), k2.end());
-  CHECK(k1.size() + k2.size() == 400);
-  CHECK(got == expected);
+  taken t1, t2, t3;
+  std::thread second{[&] { consume(t2, call::read_up_to); }};
+  std::thread third{[&] { consume(t3, call::read_values_up_to); }};
+  consume(t1, call::read);
+  second.join();
+  third.join();
+  std::set<std::string> got;
+  for (auto* t : {&t1, &t2, &t3})
+    for (auto& [value, key] : *t) {
+      got.insert(value);
+      if (t != &t3)
+        CHECK(key == key_of[value]);
+    }
+  CHECK(t1.size() + t2.size() + t3.size() == 400);
+  CHECK(got.size() == 400);
   CHECK(r.num_records_produced() == 400);
   CHECK(r.num_work_units_completed() == 8);
 }

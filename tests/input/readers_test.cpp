@@ -309,10 +309,7 @@ TEST_CASE("RD-2 read_up_to never crosses into a new work unit after a record", "
 namespace {
 
 strings unpacked(const packed_values& vs) {
-  strings out;
-  for (size_t i = 0; i < vs.size(); ++i)
-    out.emplace_back(vs[i]);
-  return out;
+  return vs.to_tensor().to_vector<std::string>();
 }
 
 } // namespace
