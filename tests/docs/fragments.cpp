@@ -136,6 +136,25 @@ writer.flush();                       // waits until all is stored, throws the f
 // docs-snippet-end
 }
 
+void input_values(quern::actor_system& sys, quern::queue_actor filename_queue) {
+// docs-snippet-begin: input-values
+// reader = tf.TextLineReader(skip_header_lines=1)
+// _, lines = reader.read_up_to(filename_queue, 1024)
+// x1, x2, y = tf.decode_csv(lines, record_defaults=[[0.], [0.], [0.]])
+quern::text_line_reader reader{1};
+auto read_batch = [&] {  // threads may share the reader: its calls take turns
+  quern::blocking_queue filenames{sys, filename_queue};
+  auto lines = reader.read_values_up_to(filenames, 1024);
+  return quern::decode_csv(lines, {quern::tensor::vector<float>({0.0f}),
+                                   quern::tensor::vector<float>({0.0f}),
+                                   quern::tensor::vector<float>({0.0f})});
+};
+std::thread other{read_batch};
+auto columns = read_batch();  // x1, x2, y: float tensors of up to 1,024 rows
+other.join();
+// docs-snippet-end
+}
+
 void distributed_host() {
 // docs-snippet-begin: distributed-host
 // the process that owns the queue
