@@ -432,4 +432,13 @@ TEST_CASE("CSV-1 packed records decode as the same records in a tensor", "[CSV-1
         "field_delim should be only 1 char");
   CHECK(csv_error([&] { decode_csv(lines, {def<int64_t>(0)}); }) ==
         "Expect 1 fields but have 3 in record 0");
+  // Packed by hand with ends outside the text, or going back: refused.
+  packed_values bad{"1,2", {2, 1}};
+  CHECK(csv_error([&] { decode_csv(bad, {def<int64_t>(0)}); }) ==
+        "decode_csv: packed record 1 ends at 1, outside 2..3 (ends must not decrease and "
+        "must lie within the text)");
+  bad.ends = {9};
+  CHECK(csv_error([&] { decode_csv(bad, {def<int64_t>(0)}); }) ==
+        "decode_csv: packed record 0 ends at 9, outside 0..3 (ends must not decrease and "
+        "must lie within the text)");
 }

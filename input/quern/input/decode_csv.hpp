@@ -59,7 +59,9 @@ std::vector<tensor> decode_csv(const tensor& records,
                                const std::vector<int64_t>& select_cols = {});
 
 /// Packed records (reader::read_values_up_to): the same, the outputs of
-/// shape [records.size()], without a string per record.
+/// shape [records.size()], without a string per record. Ends that go back
+/// or past the text throw invalid_argument_error `decode_csv: packed record
+/// <r> ends at <e>, outside <from>..<size> (...)`.
 std::vector<tensor> decode_csv(const packed_values& records,
                                const std::vector<tensor>& record_defaults,
                                const std::string& field_delim = ",",
