@@ -62,6 +62,35 @@ void unpublish(caf::actor_system& sys, const node_actor& node, uint16_t port) {
       .receive([] {}, [](caf::error&) {});
 }
 
+// Returns once the middleman's I/O loop has applied every change to its set
+// of sockets requested before this call, or at `until`. Such changes take
+// effect at the end of a round of the loop; a function posted from outside
+// runs in some round and, posting again, lets a round end before the
+// second one runs.
+void await_io_round(caf::actor_system& sys, steady::time_point until) {
+  auto& backend = sys.middleman().backend();
+  auto done = std::make_shared<std::promise<void>>();
+  auto later = done->get_future();
+  backend.post([&backend, done] { backend.post([done] { done->set_value(); }); });
+  later.wait_until(until);
+}
+
+// Returns once the broker that listens for the middleman took in the
+// acceptor of a port just published, and its I/O loop added it, bounded.
+// publish() answers as soon as the port listens and only then hands the
+// acceptor to the broker: were it added and removed (a server stopped at
+// once) in one round of the loop, CAF 0.17.6 would cancel the two changes
+// and never release the acceptor (seen with LeakSanitizer).
+void await_published(caf::actor_system& sys) {
+  auto until = steady::now() + std::chrono::seconds{2};
+  // The middleman actor hands this to the broker after the acceptor.
+  caf::scoped_actor self{sys};
+  self->request(transport(sys), std::chrono::seconds{2}, caf::get_atom::value,
+                caf::node_id{})
+      .receive([](caf::node_id&, std::string&, uint16_t) {}, [](caf::error&) {});
+  await_io_round(sys, until);
+}
+
 } // namespace
 
 void server::stop() {
@@ -80,11 +109,7 @@ void server::stop() {
   auto until = steady::now() + std::chrono::seconds{2};
   while (is_listening(impl_->port) && steady::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  auto& backend = impl_->sys->middleman().backend();
-  auto done = std::make_shared<std::promise<void>>();
-  auto later = done->get_future();
-  backend.post([&backend, done] { backend.post([done] { done->set_value(); }); });
-  later.wait_until(until);
+  await_io_round(*impl_->sys, until);
   impl_->facades->end_all();
   caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
   // An actor that answered a peer sits in CAF's registry (the sender of a
@@ -152,6 +177,7 @@ server serve(caf::actor_system& sys, serve_options opts) {
     throw unavailable_error("quern::serve cannot listen on " + opts.host + ":" +
                             std::to_string(opts.port) + ": " + sys.render(port.error()));
   }
+  await_published(sys);
   auto p = std::make_unique<server::impl>();
   p->sys = &sys;
   p->node = node;
