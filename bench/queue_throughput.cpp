@@ -12,7 +12,8 @@
 //             (queue_writer / queue_reader, docs/queues.md); mutex queue: push
 //             and pop of quern elements; moodycamel: enqueue / wait_dequeue of
 //             int64 values (how its users move scalars).
-//   batch   : --batch int64 rows per message. quern: push_batch / batch_reader;
+//   batch   : --batch int64 rows per message. quern: push_batch (a window of
+//             --batch-window rows, the capacity by default) / batch_reader;
 //             mutex queue: the same rows one at a time (the work is "move N
 //             rows"); moodycamel: enqueue_bulk / wait_dequeue_bulk of
 //             --batch values.
@@ -20,6 +21,12 @@
 //             flagship's shape): quern moves each batch as three shared
 //             buffers; moodycamel moves the same bytes as structs of three
 //             floats in bulk; the mutex queue moves the batches as elements.
+//   ... wide: batch and flagship again, the quern writers' window
+//             --wide-window rows (16,384) instead of the capacity or four
+//             batches: moodycamel's producers never wait (its queue is
+//             unbounded), quern's wait when their window is full, and each
+//             wait is a wake-up; with room for many batches, several travel
+//             in each message (docs/performance.md). No mutex queue run.
 // --scale instead: the ns per row of batches as runs grow (1M to 16M rows)
 // and producers are added (1 to 16), quern beside moodycamel's bulk API,
 // with each side's peak RSS during its runs.
@@ -55,6 +62,8 @@ struct params {
   int32_t capacity;
   int32_t batch;
   size_t window;
+  size_t batch_window; // 0: the capacity (batch), 4 batches (flagship)
+  size_t wide_window;  // the writers' window of the "wide" scenarios
   int32_t flagship_rows;
 };
 
@@ -145,7 +154,8 @@ double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
   return timed_run(
       "actor queue (batch)", p.elements, producers, consumers,
       [&](int i) {
-        queue_writer w{sys, q, static_cast<size_t>(p.capacity)};
+        queue_writer w{sys, q,
+                       p.batch_window ? p.batch_window : static_cast<size_t>(p.capacity)};
         std::vector<int64_t> rows;
         for (int64_t v = i; v < p.elements; v += producers) {
           rows.push_back(v);
@@ -282,7 +292,9 @@ double run_actor_flagship(caf::actor_system& sys, const params& p, int producers
   return timed_run(
       "actor queue (flagship)", batches * p.flagship_rows, producers, consumers,
       [&](int i) {
-        queue_writer w{sys, q, static_cast<size_t>(4 * p.flagship_rows)};
+        queue_writer w{sys, q,
+                       p.batch_window ? p.batch_window
+                                      : static_cast<size_t>(4 * p.flagship_rows)};
         for (int64_t b = i; b < batches; b += producers)
           w.push_batch(flagship_batch(p, b));
         w.flush();
@@ -422,7 +434,13 @@ int main(int argc, char** argv) {
       "batch,b", po::value<int32_t>(&p.batch)->default_value(100),
       "rows per enqueue_many / dequeue_up_to in the batch scenario")(
       "window,w", po::value<size_t>(&p.window)->default_value(1024),
-      "credit window of the streaming clients")(
+      "credit window of the streaming clients (single rows)")(
+      "batch-window", po::value<size_t>(&p.batch_window)->default_value(0),
+      "rows a queue_writer of batches may have in flight; 0: --capacity for "
+      "batches of --batch rows, 4 batches for the flagship's")(
+      "wide-window", po::value<size_t>(&p.wide_window)->default_value(16384),
+      "the writers' window in the \"wide\" scenarios: batches and the flagship's "
+      "again, with producers that seldom wait, as moodycamel's never do")(
       "flagship-rows", po::value<int32_t>(&p.flagship_rows)->default_value(1024),
       "rows per batch of three float32 columns in the flagship scenario")(
       "repeat,r", po::value<int>(&repeat)->default_value(3),
@@ -439,9 +457,9 @@ int main(int argc, char** argv) {
           quern::cli::parse_options("bench_queue_throughput", argc, argv, desc, vm))
     return *status;
   if (p.elements <= 0 || p.capacity <= 0 || p.batch <= 0 || p.window == 0 ||
-      p.flagship_rows <= 0 || repeat <= 0) {
+      p.wide_window == 0 || p.flagship_rows <= 0 || repeat <= 0) {
     std::cerr << "bench_queue_throughput: --elements, --capacity, --batch, --window, "
-                 "--flagship-rows and --repeat must be positive\n";
+                 "--wide-window, --flagship-rows and --repeat must be positive\n";
     return 2;
   }
   if (p.elements >= (int64_t{1} << 24)) {
@@ -458,24 +476,30 @@ int main(int argc, char** argv) {
     std::printf("peak RSS %.1f MiB\n", run_scale(sys, p, repeat));
     return 0;
   }
-  std::printf("%-26s %13s %13s %13s %8s %8s\n", "scenario", "quern rows/s",
+  std::printf("%-30s %13s %13s %13s %8s %8s\n", "scenario", "quern rows/s",
               "mutex rows/s", "moody rows/s", "q/mutex", "q/moody");
   enum class kind { single, batch, flagship };
   struct scenario {
     int producers;
     int consumers;
     kind what;
+    bool wide; // the writers' window is --wide-window; no mutex queue run
   };
   std::vector<scenario> scenarios;
   for (auto pc : {std::pair{1, 1}, std::pair{4, 4}, std::pair{16, 4}})
     for (auto what : {kind::single, kind::batch, kind::flagship})
-      scenarios.push_back({pc.first, pc.second, what});
+      scenarios.push_back({pc.first, pc.second, what, false});
+  for (auto pc : {std::pair{1, 1}, std::pair{4, 4}, std::pair{16, 4}})
+    for (auto what : {kind::batch, kind::flagship})
+      scenarios.push_back({pc.first, pc.second, what, true});
   for (auto& sc : scenarios) {
     char name[96];
     auto what = sc.what == kind::single ? std::string("single")
                 : sc.what == kind::batch
                     ? "batch of " + std::to_string(p.batch)
                     : "flagship " + std::to_string(p.flagship_rows) + "x3";
+    if (sc.wide)
+      what += " wide";
     if (sc.producers == sc.consumers)
       std::snprintf(name, sizeof(name), "P=C=%d %s", sc.producers, what.c_str());
     else
@@ -484,16 +508,21 @@ int main(int argc, char** argv) {
     if (!only.empty() && std::string(name).find(only) == std::string::npos)
       continue;
     auto run_quern = [&] {
+      auto at = p;
+      if (sc.wide)
+        at.batch_window = p.wide_window;
       switch (sc.what) {
       case kind::single:
-        return run_actor_single(sys, p, sc.producers, sc.consumers);
+        return run_actor_single(sys, at, sc.producers, sc.consumers);
       case kind::batch:
-        return run_actor_batch(sys, p, sc.producers, sc.consumers);
+        return run_actor_batch(sys, at, sc.producers, sc.consumers);
       default:
-        return run_actor_flagship(sys, p, sc.producers, sc.consumers);
+        return run_actor_flagship(sys, at, sc.producers, sc.consumers);
       }
     };
     auto run_base = [&] {
+      if (sc.wide) // the narrow scenario's figure stands for it
+        return 0.0;
       return sc.what == kind::flagship ? run_mutex_flagship(p, sc.producers, sc.consumers)
                                        : run_mutex(p, sc.producers, sc.consumers);
     };
@@ -529,9 +558,13 @@ int main(int argc, char** argv) {
       vs_mutex.push_back(q / m);
       vs_moody.push_back(q / c);
     }
-    std::printf("%-26s %13.0f %13.0f %13.0f %7.2fx %7.2fx\n", name, median(quern_rate),
-                median(mutex_rate), median(moody_rate), median(vs_mutex),
-                median(vs_moody));
+    if (sc.wide)
+      std::printf("%-30s %13.0f %13s %13.0f %8s %7.2fx\n", name, median(quern_rate), "-",
+                  median(moody_rate), "-", median(vs_moody));
+    else
+      std::printf("%-30s %13.0f %13.0f %13.0f %7.2fx %7.2fx\n", name, median(quern_rate),
+                  median(mutex_rate), median(moody_rate), median(vs_mutex),
+                  median(vs_moody));
     std::fflush(stdout);
   }
   quern::bench::print_peak_rss();
