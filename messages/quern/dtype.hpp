@@ -88,7 +88,9 @@ namespace detail {
 /// int32_t, uint8_t, std::string, int64_t, bool) and returns its result:
 /// the one place that maps a dtype to a type, for code written once for
 /// every type. Throws invalid_argument_error for a value that is no dtype.
-///   auto bytes = visit_dtype(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+///   auto bytes = visit_dtype(t, [](auto tag) {
+///     return sizeof(typename decltype(tag)::type);
+///   });
 template <class F>
 decltype(auto) visit_dtype(dtype t, F&& f) {
   switch (t) {

@@ -74,9 +74,8 @@ TEST_CASE("IN-1 num_epochs must be positive", "[IN-1]") {
   pipeline pipe{sys};
   producer_options opts;
   opts.num_epochs = 0;
-  CHECK(thrown<argument_error>([&] {
-          string_input_producer(pipe, files, opts);
-        }) == "num_epochs must be > 0 not 0.");
+  CHECK(thrown<argument_error>([&] { string_input_producer(pipe, files, opts); }) ==
+        "num_epochs must be > 0 not 0.");
   CHECK(pipe.queue_runners().empty());
 }
 
