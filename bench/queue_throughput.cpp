@@ -162,6 +162,7 @@ double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
           if (static_cast<int32_t>(rows.size()) == p.batch) {
             w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
             rows.clear();
+            rows.reserve(static_cast<size_t>(p.batch)); // as moodycamel's reuses its own
           }
         }
         if (!rows.empty())
