@@ -38,10 +38,12 @@ endif()
 
 # catch_discover_tests lists the suite's tests in quern_test_distributed_TESTS
 # when CTest reads its include file; this one, read after it, labels them.
-# Their environment: tests/ubsan.supp as every suite; the processes they
-# start inherit it.
+# Their environment: tests/ubsan.supp as every suite, and an LSan
+# suppression of one CAF 0.17.6 cycle at exit (tests/distributed/lsan.supp);
+# the processes they start inherit it.
 set(quern_distributed_env
-  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=${PROJECT_SOURCE_DIR}/tests/ubsan.supp")
+  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=${PROJECT_SOURCE_DIR}/tests/ubsan.supp"
+  "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/quern_test_distributed_labels.cmake
   "if(DEFINED quern_test_distributed_TESTS)\n"
   "  set_tests_properties(\${quern_test_distributed_TESTS} PROPERTIES LABELS distributed TIMEOUT 600\n"
