@@ -460,17 +460,7 @@ std::vector<tensor> decode_csv(const packed_values& records,
                                const std::string& na_value,
                                const std::vector<int64_t>& select_cols) {
   check_attributes(record_defaults, field_delim, select_cols);
-  // Packed by hand, they could point outside the text: refused by name.
-  size_t at = 0;
-  for (size_t r = 0; r < records.size(); ++r) {
-    if (records.ends[r] < at || records.ends[r] > records.text.size())
-      fail("decode_csv: packed record " + std::to_string(r) + " ends at " +
-           std::to_string(records.ends[r]) + ", outside " + std::to_string(at) + ".." +
-           std::to_string(records.text.size()) +
-           " (ends must not decrease and must lie "
-           "within the text)");
-    at = records.ends[r];
-  }
+  records.check_ends("decode_csv"); // packed by hand, they could point outside
   return decode_rows(
       records.size(), [&records](size_t r) { return records[r]; },
       tensor_shape{static_cast<int64_t>(records.size())}, record_defaults, field_delim,

@@ -441,4 +441,9 @@ TEST_CASE("CSV-1 packed records decode as the same records in a tensor", "[CSV-1
   CHECK(csv_error([&] { decode_csv(bad, {def<int64_t>(0)}); }) ==
         "decode_csv: packed record 0 ends at 9, outside 0..3 (ends must not decrease and "
         "must lie within the text)");
+  // Unpacking them into a tensor refuses them the same way.
+  CHECK(
+      csv_error([&] { bad.to_tensor(); }) ==
+      "packed_values::to_tensor: packed record 0 ends at 9, outside 0..3 (ends must not "
+      "decrease and must lie within the text)");
 }
