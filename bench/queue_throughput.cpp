@@ -556,7 +556,7 @@ int main(int argc, char** argv) {
       quern_rate.push_back(q);
       mutex_rate.push_back(m);
       moody_rate.push_back(c);
-      vs_mutex.push_back(q / m);
+      vs_mutex.push_back(sc.wide ? 0.0 : q / m); // no mutex run: no ratio
       vs_moody.push_back(q / c);
     }
     if (sc.wide)
