@@ -1,6 +1,12 @@
 #include "remote_internal.hpp"
 
 #include <arpa/inet.h>
+#include <cerrno>
+#include <memory>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -112,10 +118,10 @@ op_error connect_error(caf::actor_system& sys, const std::string& address,
   if (err.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(err.code())) {
     case caf::sec::cannot_connect_to_node:
-      // A TLS client meets a plain node the same way (observed).
-      return unavailable_error(
-          "cannot reach quern node " + address + ": nothing accepts connections there" +
-          (uses_tls(sys) ? ", or it is a node without TLS" : "") + " (" + caf_text + ")");
+      // A TLS client that meets a port which accepts TCP (a plain node, a
+      // refused certificate) is told so by caf_connect before this.
+      return unavailable_error("cannot reach quern node " + address +
+                               ": nothing accepts connections there (" + caf_text + ")");
     case caf::sec::request_timeout:
     case caf::sec::connection_timeout:
     case caf::sec::disconnect_during_handshake:
@@ -161,6 +167,37 @@ bool is_listening(uint16_t port) {
           local.compare(local.size() - 5, 5, want) == 0)
         return true;
     }
+  }
+  return false;
+}
+
+bool accepts_tcp(const std::string& host, uint16_t port,
+                 std::chrono::milliseconds limit) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
+    return false;
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addrs{found, ::freeaddrinfo};
+  auto until = steady::now() + limit;
+  for (auto* a = found; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                      a->ai_protocol);
+    if (fd < 0)
+      continue;
+    bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!ok && errno == EINPROGRESS) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now());
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) == 1 &&
+           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+    if (ok)
+      return true;
   }
   return false;
 }

@@ -140,7 +140,7 @@ op_error refused_error(caf::actor_system& sys, const std::string& address) {
       " failed: one side refused the other's certificate (mutual authentication: this "
       "node presents '" +
       cfg.openssl_certificate + "' and trusts the CA file '" + cfg.openssl_cafile +
-      "'), or it is not a quern node");
+      "'), or it is a node without TLS, or not a quern node");
 }
 
 struct published_node {
@@ -174,6 +174,18 @@ published_node caf_connect(caf::actor_system& sys, const std::string& address,
             [&](caf::error& e) { err = std::move(e); });
     if (!err)
       return result;
+    // CAF's TLS client makes its first handshake step at once: when the
+    // peer's answer is already there and one side refuses the other's
+    // certificate in it, CAF says cannot_connect_to_node, as for a closed
+    // port. A port that accepts a plain connection makes it a refusal.
+    if (err == caf::sec::cannot_connect_to_node && uses_tls(sys) &&
+        accepts_tcp(
+            host, port,
+            std::min<std::chrono::milliseconds>(
+                std::chrono::seconds{1},
+                std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left()),
+                         std::chrono::milliseconds{0}))))
+      err = caf::sec::disconnect_during_handshake;
     // With heartbeats on, CAF cuts a handshake that a heartbeat tick
     // overtakes (the endpoint looks silent since the epoch), and a peer
     // that is frozen fails this way at every tick: try again until the

@@ -43,6 +43,10 @@ op_error connect_error(caf::actor_system& sys, const std::string& address,
 /// Whether a TCP socket of this machine listens on `port`.
 bool is_listening(uint16_t port);
 
+/// Whether a plain TCP connection to host:port completes within `limit`
+/// (then closed at once): a port that accepts, whatever speaks behind it.
+bool accepts_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds limit);
+
 // -- TLS (remote_tls.cpp) -----------------------------------------------------------
 
 /// Whether `sys` loaded CAF's openssl manager (enable_tls): then every

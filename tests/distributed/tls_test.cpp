@@ -255,6 +255,20 @@ TEST_CASE("distributed TLS: a peer without a certificate of the CA is refused") 
     INFO(c->report());
     CHECK(contains(c->err(), "refused"));
   }
+  SECTION("a TLS client at a plain node") {
+    scratch_dir plain_dir; // a host.port of its own
+    auto plain = start_host(plain_dir);
+    auto c =
+        start_client(dir, "tls-at-plain", plain.address,
+                     plus({"--node.role=connect", "--node.timeout-ms=60000"}, client));
+    require_exit(*c, 16);
+    INFO(c->report());
+    CHECK(contains(c->err(), "Unauthenticated"));
+    CHECK(contains(c->err(), "node without TLS"));
+    CHECK(contains(c->err(), plain.address));
+    plain.proc->close_stdin();
+    require_exit(*plain.proc, 0);
+  }
   // The host still serves a client of its CA.
   auto good =
       start_client(dir, "client", host.address,
