@@ -208,8 +208,7 @@ struct connect_options {
   /// system and close their files), waits for them at most the exit grace
   /// (quern.exit-grace, 2 s) and exits with this status, whatever the
   /// process's threads are doing; rows and scalars their handles still
-  /// hold are lost with it. 14 is TensorFlow's code for Unavailable. A
-  /// peer's kill of the node actor (docs/distributed.md, Limits) is no loss.
+  /// hold are lost with it. 14 is TensorFlow's code for Unavailable.
   /// 0, the default: the process goes on, and every call waiting on the
   /// node fails with unavailable_error. connect() refuses a status outside
   /// 0..255 with invalid_argument_error (exit statuses are one byte).

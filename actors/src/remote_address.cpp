@@ -134,11 +134,10 @@ op_error connect_error(caf::actor_system& sys, const std::string& address,
           wire_identifier() + " (" + caf_text + ")");
     case caf::sec::request_receiver_down:
       // The node's published actor ended while the connection stands: its
-      // server stopped, or a peer killed it (docs/distributed.md, Limits).
+      // server stopped (a peer cannot end it, remote_node.cpp).
       return unavailable_error("the quern node at " + address +
-                               " no longer answers: its server stopped, or a peer ended "
-                               "it (" +
-                               caf_text + ")");
+                               " no longer answers: its server stopped (" + caf_text +
+                               ")");
     default:
       break;
     }

@@ -251,20 +251,18 @@ std::string hello(caf::actor_system& sys, const node_actor& node,
   std::_Exit(status);
 }
 
-// Watches the node actor; its loss (not a peer's kill of it) ends the
-// process, from a thread of its own (the end blocks). Ends quietly with
-// its remote_node.
+// Watches the node actor; its loss (its process, its connection or its
+// server's stop: no peer can end it) ends the process, from a thread of its
+// own (the end blocks). Ends quietly with its remote_node.
 caf::behavior loss_watch(caf::event_based_actor* self, node_actor node,
                          std::string address, int status) {
   self->monitor(node);
   self->set_down_handler([self, address, status](caf::down_msg& dm) {
-    if (dm.reason != caf::exit_reason::kill) {
-      auto why = "the quern node at " + address + " was lost (" +
-                 self->system().render(dm.reason) + ")";
-      std::thread{[sys = &self->system(), why, status] {
-        end_process(*sys, why, status);
-      }}.detach();
-    }
+    auto why = "the quern node at " + address + " was lost (" +
+               self->system().render(dm.reason) + ")";
+    std::thread{[sys = &self->system(), why, status] {
+      end_process(*sys, why, status);
+    }}.detach();
     self->quit();
   });
   return {[](const std::string&) {}}; // nothing to answer; it only watches

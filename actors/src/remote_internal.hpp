@@ -2,6 +2,7 @@
 // What the files of quern/remote.hpp's implementation share (remote_*.cpp);
 // not installed.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -117,14 +118,21 @@ struct exports {
   std::map<std::string, summary_writer_actor> writers;
 };
 
-/// The facades a node handed out, so that server::stop ends them: they are
-/// not linked to the node, which a peer may kill.
+/// What server::stop needs to end a node's actors: the facades it handed
+/// out (not linked to the node) and the switch that lets the node end.
 struct facade_set {
   std::mutex mtx;
   std::vector<caf::actor_addr> facades;
+  /// Until this process sets it (server::stop, or the actor system's end),
+  /// the node drops every exit message: a peer holds the published node and
+  /// could end it with CAF's untrappable kill, or with an anonymous exit,
+  /// which arrives looking like a local one.
+  std::atomic<bool> node_may_end{false};
   void add(const caf::actor_addr& a);
   /// Ends every facade still alive (user_shutdown).
   void end_all();
+  /// Sets node_may_end and ends `node` (user_shutdown).
+  void end_node(const node_actor& node);
 };
 
 node_actor spawn_node(caf::actor_system& sys, exports what,

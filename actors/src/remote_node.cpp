@@ -1,7 +1,7 @@
 // The actor a node publishes on its port (quern/remote.hpp): it answers a
 // peer's hello and hands out a facade for each lookup of what was exported
-// by name. Not linked to anything: a peer may kill it (it is published), and
-// that must not end the other peers' facades.
+// by name. Not linked to anything, and deaf to exit messages until its
+// server ends it: every peer holds it, and CAF lets a peer kill it.
 #include "remote_internal.hpp"
 
 #include <unistd.h>
@@ -19,7 +19,25 @@ struct node_state {
   std::shared_ptr<facade_set> facades;
 };
 
-using node_ptr = node_actor::stateful_pointer<node_state>;
+// CAF 0.17.6 handles an exit message before any handler of the actor, and
+// a kill (exit_reason::kill) cannot be trapped; its consume() is the one
+// place to drop exits before that. An anonymous exit a peer sends carries
+// the node's own address as its source, so no field of the message tells a
+// peer's exit from this process's: the process's switch does.
+class node_impl : public caf::stateful_actor<node_state, node_actor::base> {
+public:
+  using super = caf::stateful_actor<node_state, node_actor::base>;
+  using super::super;
+
+  caf::invoke_message_result consume(caf::mailbox_element& x) override {
+    if (x.content().match_elements<caf::exit_msg>() && state.facades &&
+        !state.facades->node_may_end.load())
+      return caf::invoke_message_result::dropped;
+    return super::consume(x);
+  }
+};
+
+using node_ptr = node_impl*;
 
 // The facade `spawn(actor)` makes for the entry `name` of `exported`, or
 // failed_precondition naming what `kind`s are exported.
@@ -45,7 +63,6 @@ node_actor::behavior_type node_behavior(node_ptr self, exports exported,
   self->state.exported = std::move(exported);
   self->state.description = "quern node pid " + std::to_string(::getpid());
   self->state.facades = std::move(facades);
-  ignore_remote_exits(self);
   return {
       [self](hello_atom, uint32_t peer) -> caf::result<uint32_t, std::string> {
         if (peer != wire_version)
@@ -93,6 +110,11 @@ void facade_set::end_all() {
   for (auto& a : xs)
     if (auto f = caf::actor_cast<caf::actor>(a))
       caf::anon_send_exit(f, caf::exit_reason::user_shutdown);
+}
+
+void facade_set::end_node(const node_actor& node) {
+  node_may_end = true;
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
 }
 
 node_actor spawn_node(caf::actor_system& sys, exports what,

@@ -111,7 +111,7 @@ void server::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   await_io_round(*impl_->sys, until);
   impl_->facades->end_all();
-  caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
+  impl_->facades->end_node(impl_->node);
   // An actor that answered a peer sits in CAF's registry (the sender of a
   // remote message is kept there for good): facades and relays. The
   // exported actors are taken out of it too, should one have got there, so
@@ -173,7 +173,7 @@ server serve(caf::actor_system& sys, serve_options opts) {
                             : sys.middleman().publish(node, opts.port, opts.host.c_str(),
                                                       opts.reuse_address);
   if (!port) {
-    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    facades->end_node(node);
     throw unavailable_error("quern::serve cannot listen on " + opts.host + ":" +
                             std::to_string(opts.port) + ": " + sys.render(port.error()));
   }
@@ -186,9 +186,11 @@ server serve(caf::actor_system& sys, serve_options opts) {
   p->port = *port;
   p->exported = std::move(ids);
   server s{std::move(p)};
+  // At the actor system's end (exit_watch::shut_down) the node may end.
   detail::exit_watch::track(sys, caf::actor_cast<caf::actor>(node),
                             "quern node serving on " + s.address() +
-                                " (its quern::server is still alive)");
+                                " (its quern::server is still alive)",
+                            [f = s.impl_->facades] { f->node_may_end = true; });
   return s;
 }
 

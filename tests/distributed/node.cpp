@@ -56,8 +56,9 @@
 //            answers (size, spec, a push of --node.id), registers itself
 //            with the coordinator's facade and requests stop (printing
 //            whether the stop it is pushed comes anonymously), then sends
-//            exit_reason::kill to the node, the facade and every sender of
-//            an answer
+//            exit_reason::kill to the facade and every sender of an answer,
+//            and to the node a kill, an anonymous exit and a link that ends
+//            with a kill, then asks the node for a hello
 // --node.tls: CAF's openssl module with the --openssl.* files (enable_tls).
 // produce: --node.start-file makes it wait, once connected, until that file
 // exists ("ready" in --node.out before); --node.close-after closes the queue
@@ -519,9 +520,10 @@ int anon_connect(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
-// A peer that kills everything it can reach: the node it connected to, the
-// facade of 'rows' it was handed, and every actor an answer came from.
-// Waits (bounded) until each of them is down, so every kill arrived.
+// A peer that kills everything it can reach: the facade of 'rows' it was
+// handed and every actor an answer came from (waits, bounded, until each
+// is down, so every kill arrived), then the node it connected to, every way
+// a peer can: the node must answer a hello after them.
 int rogue(quern::actor_system& sys, node_config& cfg) {
   caf::error err;
   auto published = caf_connect(sys, sys.middleman().actor_handle(), cfg.address, err);
@@ -567,7 +569,6 @@ int rogue(quern::actor_system& sys, node_config& cfg) {
   if (stop_sender)
     senders.emplace(stop_sender);
   std::set<caf::actor_addr> targets = senders;
-  targets.emplace(node.address());
   targets.emplace(facade.address());
   targets.emplace(coord.address());
   for (auto& t : targets) {
@@ -583,6 +584,29 @@ int rogue(quern::actor_system& sys, node_config& cfg) {
                       [] { throw std::runtime_error("a target lived on"); });
   std::cout << "rogue: killed " << targets.size() << " actors, " << senders.size()
             << " of them senders of answers" << std::endl;
+  // The node: an untrappable kill, an anonymous exit (whose source is the
+  // node's own address), and a link from an actor of this process that then
+  // ends with a kill. A hello sent after them is handled after them.
+  self->send_exit(node, caf::exit_reason::kill);
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+  auto linked = sys.spawn([node](caf::event_based_actor* a) -> caf::behavior {
+    a->link_to(node);
+    return {[](int32_t) {}};
+  });
+  self->monitor(linked);
+  self->send_exit(linked, caf::exit_reason::kill);
+  // Its exit to its links left this process before its down message came.
+  self->receive([](caf::down_msg&) {},
+                caf::after(limit) >>
+                    [] { throw std::runtime_error("the linked actor lived on"); });
+  bool answered = false;
+  self->request(node, limit, quern::hello_atom::value, quern::wire_version)
+      .receive([&](uint32_t, std::string&) { answered = true; },
+               [&](caf::error& e) {
+                 std::cout << "rogue: the node is gone: " << sys.render(e) << std::endl;
+               });
+  if (answered)
+    std::cout << "rogue: the node answered after its kill" << std::endl;
   return 0;
 }
 

@@ -421,9 +421,9 @@ TEST_CASE("distributed a peer's kill reaches only what was made for it") {
                                 "--node.count=200", "--node.out=" + p_out,
                                 "--node.start-file=" + start, "--node.close-after"});
   REQUIRE(eventually(start_limit, [&] { return is_ready(c_out) && is_ready(p_out); }));
-  // The rogue kills the node, its facades (queue and coordinator) and every
+  // The rogue kills the facades it got (queue and coordinator) and every
   // sender of an answer it got (its row 4242 was stored first), and waits
-  // until each is down.
+  // until each is down; then tries every way to end the node.
   auto rogue =
       start_client(dir, "rogue", host.address, {"--node.role=rogue", "--node.id=4242"});
   require_exit(*rogue, 0);
@@ -432,15 +432,13 @@ TEST_CASE("distributed a peer's kill reaches only what was made for it") {
   // A stop the coordinator pushes to a runner of a peer is anonymous: the
   // peer never learns the coordinator's address.
   CHECK(contains(rogue->out(), "the coordinator's stop came anonymously"));
-  // The node it killed answers no new peer (docs/distributed.md, Limits):
-  // a failure (unavailable, or deadline_exceeded when CAF's handshake does
-  // not complete), not a hang.
-  auto late = start_client(dir, "late", host.address,
-                           {"--node.role=connect", "--node.timeout-ms=5000"});
-  auto late_status = late->wait(run_limit);
+  // The node outlived it: it answered the rogue after the kill, and a new
+  // peer connects and is served.
+  CHECK(contains(rogue->out(), "the node answered after its kill"));
+  auto late = start_client(dir, "late", host.address, {"--node.role=connect"});
+  require_exit(*late, 0);
   INFO(late->report());
-  REQUIRE(late_status.has_value());
-  CHECK((*late_status == 14 || *late_status == 4));
+  CHECK(contains(late->out(), "connected"));
   // The queue and the other peers' facades live on.
   { std::ofstream{start} << "go\n"; }
   require_exit(*producer, 0);
