@@ -224,6 +224,11 @@ public:
   int64_t stored() const;
   /// Rows that were pushed but not stored because of an error.
   int64_t refused() const;
+  /// Rows sent whose answer never came because the queue was lost (its
+  /// actor ended, or its process or the connection to it): a queue in
+  /// another process may or may not hold them. Once flush() returned or
+  /// threw, stored() + refused() + unconfirmed() is every row pushed.
+  int64_t unconfirmed() const;
 
 private:
   /// Waits (the state's lock held) until the pump says something changed.

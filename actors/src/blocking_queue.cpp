@@ -299,6 +299,11 @@ int64_t queue_writer::refused() const {
   return state_->refused;
 }
 
+int64_t queue_writer::unconfirmed() const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->unconfirmed;
+}
+
 void queue_writer::push(element e) {
   auto& st = *state_;
   std::unique_lock<std::mutex> lock{st.mtx};

@@ -6,6 +6,7 @@
 #include <caf/system_messages.hpp>
 
 #include "quern/atoms.hpp"
+#include "quern/error.hpp"
 
 namespace quern::detail {
 
@@ -44,10 +45,18 @@ void writer_state::answered(int32_t n, caf::error& err) {
 }
 
 void writer_state::lost(caf::error why) {
-  if (!end)
-    end = std::move(why);
-  // Whatever was in flight was never confirmed.
-  refused += static_cast<int64_t>(ledger.forget());
+  // Whatever was in flight was never answered: a queue of another process
+  // may have stored it before its process or the connection was lost.
+  auto n = static_cast<int64_t>(ledger.forget());
+  unconfirmed += n;
+  if (end)
+    return;
+  if (n > 0)
+    why = with_message(why,
+                       message_of(why) + "; " + std::to_string(n) +
+                           " row(s) this writer sent were never confirmed: the "
+                           "queue may or may not hold them (queue_writer::unconfirmed)");
+  end = std::move(why);
 }
 
 bool writer_state::may_send() const {

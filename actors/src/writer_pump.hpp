@@ -28,6 +28,7 @@ struct writer_state {
   /// `err` says why the rest are not.
   void answered(int32_t stored, caf::error& err);
   /// The queue (or the pump) is gone: nothing in flight will be answered.
+  /// Those rows count as unconfirmed, and `why` says how many.
   void lost(caf::error why);
   /// A push may go out now: fewer than two are in flight.
   bool may_send() const;
@@ -45,7 +46,8 @@ struct writer_state {
   size_t batch_rows = 0;
   int64_t stored = 0;
   int64_t refused = 0;
-  caf::error end; // the stream's first error
+  int64_t unconfirmed = 0; // sent, never answered: the queue was lost
+  caf::error end;          // the stream's first error
 };
 
 /// Makes the pump of a writer on `state`: an actor (a CAF companion) that

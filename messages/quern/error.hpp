@@ -86,6 +86,10 @@ std::string placed_at(const std::string& name, const std::string& where);
 /// when it has none: the error of another process names that process. Other
 /// errors (not of quern's category) are returned as they are.
 caf::error with_origin_at(caf::error e, const std::string& where);
+/// `e` with `message` instead of its own, its code and origin kept (not the
+/// exception object it was made from, which says the old message). Other
+/// errors (not of quern's category) are returned as they are.
+caf::error with_message(caf::error e, std::string message);
 /// The exception object `e` was made from (null when it was not, or when it
 /// came from another process).
 std::exception_ptr original_exception(const caf::error& e);

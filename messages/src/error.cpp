@@ -110,6 +110,15 @@ caf::error with_origin(caf::error e, const std::string& origin) {
   return reorigined(std::move(e), [&](const std::string&) { return origin; });
 }
 
+caf::error with_message(caf::error e, std::string message) {
+  if (!e || e.category() != error_category)
+    return e;
+  error_detail d;
+  if (auto old = detail_of(e))
+    d.origin = old->origin;
+  return make_error(code_of(e), std::move(message), std::move(d));
+}
+
 std::string placed_at(const std::string& name, const std::string& where) {
   if (where.empty() || name.find('@') != std::string::npos)
     return name;

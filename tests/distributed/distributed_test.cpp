@@ -587,6 +587,34 @@ TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable"
   CHECK(contains(b->err(), host.address)); // a reader ends with the endpoint's reason
 }
 
+TEST_CASE("distributed SIGKILL of the host: a queue_writer names the rows it sent and "
+          "never saw confirmed") {
+  // A queue_writer fills the host's queue (capacity 4) and waits with
+  // pushes at the queue; the host dies. Those rows may or may not have been
+  // stored: the writer ends with unavailable and says how many.
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=4"});
+  auto producer = start_client(
+      dir, "producer-writer", host.address,
+      {"--node.role=produce", "--node.api=writer", "--node.id=1", "--node.count=100"});
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+  {
+    auto node = quern::connect(sys, host.address);
+    quern::blocking_queue q{sys, node.queue("rows")};
+    // Full, with the writer's rows to spare: a push of it waits at the queue.
+    bool full = eventually(start_limit, [&] { return q.size() == 4; });
+    INFO(producer->report());
+    REQUIRE(full);
+  }
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  require_exit(*producer, static_cast<int>(quern::error_code::unavailable));
+  INFO(producer->report());
+  CHECK(contains(producer->err(), host.address));
+  CHECK(contains(producer->err(), "row(s) this writer sent were never confirmed"));
+}
+
 TEST_CASE("distributed a frozen host is detected by heartbeats") {
   // SIGSTOP keeps the host's sockets open: only quern's default heartbeats
   // (CAF's are off) let the client notice. The blocked call fails with
