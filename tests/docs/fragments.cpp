@@ -6,6 +6,7 @@
 // is the text between `// docs-snippet-begin: NAME` and `// docs-snippet-end`
 // here. Whole programs live in examples/ and are run by the tests.
 
+#include <iostream>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -202,6 +203,20 @@ quern::remote_producer producer{sys, "127.0.0.1:7000", "examples", "reader-1"};
 // An earlier run of "reader-1" may have stored some batches: go on after them.
 for (auto i = producer.resumed_after(); i < batches.size(); ++i)
   producer.enqueue_many(batches[i]);  // stored once, however often it is sent
+// docs-snippet-end
+}
+
+void distributed_writer_lost(quern::queue_writer& writer) {
+// docs-snippet-begin: distributed-writer-lost
+try {
+  writer.flush();  // one writer, any number of threads pushing through it
+} catch (const quern::unavailable_error& e) {  // the queue's node was lost
+  // Every row pushed by any thread is counted once: stored, refused, or
+  // sent and never answered (the lost queue may or may not hold it).
+  std::cerr << e.what() << "\n"
+            << writer.stored() << " stored, " << writer.refused() << " refused, "
+            << writer.unconfirmed() << " unconfirmed\n";
+}
 // docs-snippet-end
 }
 
