@@ -7,14 +7,24 @@
 #include <type_traits>
 #include <vector>
 
+#include <caf/detail/type_traits.hpp>
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/none.hpp>
 
+#include "quern/detail/byte_pool.hpp"
 #include "quern/dtype.hpp"
 #include "quern/error.hpp"
 #include "quern/tensor_shape.hpp"
+
+namespace caf::detail {
+/// CAF writes a byte_vector as one block of bytes (as a std::vector of
+/// bytes, the same bytes on the wire), not byte by byte. (quern loads tensor
+/// bytes through a std::string, see tensor_wire.)
+template <>
+struct is_byte_sequence<quern::detail::byte_vector> : std::true_type {};
+} // namespace caf::detail
 
 namespace quern {
 
@@ -47,15 +57,16 @@ inline void hash_mix(uint64_t& seed, uint64_t value) {
 /// Storage shared by every tensor that views it. Numeric values live in
 /// `bytes` (little-endian host layout), strings in `strings`.
 struct tensor_buffer {
-  std::vector<unsigned char> bytes;
+  byte_vector bytes;
   std::vector<std::string> strings;
 };
 
-/// What a tensor looks like on the wire (CAF serialization).
+/// What a tensor looks like on the wire (CAF serialization). Its bytes come
+/// from the pool and become the decoded tensor's buffer as they are.
 struct tensor_wire {
   uint8_t type = static_cast<uint8_t>(dtype::float32);
   tensor_shape shape;
-  std::vector<uint8_t> bytes;
+  byte_vector bytes;
   std::vector<std::string> strings;
 
   template <class Inspector>
@@ -72,7 +83,7 @@ struct tensor_wire {
         // From pointers of the vector's own type, so that it is one memcpy
         // (from char iterators GCC 12 copies byte by byte: a quarter of a
         // queue host's CPU, docs/performance.md, Across processes).
-        auto first = reinterpret_cast<const uint8_t*>(raw.data());
+        auto first = reinterpret_cast<const unsigned char*>(raw.data());
         x.bytes.assign(first, first + raw.size());
         return caf::none;
       };

@@ -395,7 +395,7 @@ tensor tensor::from_wire(detail::tensor_wire w) {
     return t;
   }
   auto buf = std::make_shared<detail::tensor_buffer>();
-  buf->bytes.assign(w.bytes.begin(), w.bytes.end());
+  buf->bytes = std::move(w.bytes);
   return tensor(type, std::move(w.shape), std::move(buf), 0);
 }
 

@@ -89,7 +89,8 @@ TEST_CASE("a corrupt tensor on the wire is refused with a named error",
   detail::tensor_wire w;
   w.type = 9; // int64
   w.shape = tensor_shape{2};
-  w.bytes = {1, 2, 3};
+  const unsigned char three_bytes[] = {1, 2, 3};
+  w.bytes.assign(three_bytes, three_bytes + 3);
   std::vector<char> buf;
   caf::binary_serializer sink{nullptr, buf};
   REQUIRE_FALSE(sink(w));
