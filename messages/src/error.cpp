@@ -89,17 +89,27 @@ std::exception_ptr original_exception(const caf::error& e) {
 
 namespace {
 
-// `e` with the origin `origin_for(its origin)` (empty when it has none); its
-// code, message and the rest of its detail kept.
+// `e` made again with its code, and with its message and detail as
+// `change(message, detail)` leaves them; other errors (not of quern's
+// category) as they are.
 template <class F>
-caf::error reorigined(caf::error e, F origin_for) {
+caf::error remade(caf::error e, F change) {
   if (!e || e.category() != error_category)
     return e;
   error_detail d;
   if (auto old = detail_of(e))
     d = *old;
-  d.origin = origin_for(d.origin);
-  return make_error(code_of(e), message_of(e), std::move(d));
+  auto message = message_of(e);
+  change(message, d);
+  return make_error(code_of(e), std::move(message), std::move(d));
+}
+
+// `e` with the origin `origin_for(its origin)` (empty when it has none); its
+// code, message and the rest of its detail kept.
+template <class F>
+caf::error reorigined(caf::error e, F origin_for) {
+  return remade(std::move(e),
+                [&](std::string&, error_detail& d) { d.origin = origin_for(d.origin); });
 }
 
 } // namespace
@@ -111,12 +121,10 @@ caf::error with_origin(caf::error e, const std::string& origin) {
 }
 
 caf::error with_message(caf::error e, std::string message) {
-  if (!e || e.category() != error_category)
-    return e;
-  error_detail d;
-  if (auto old = detail_of(e))
-    d.origin = old->origin;
-  return make_error(code_of(e), std::move(message), std::move(d));
+  return remade(std::move(e), [&](std::string& m, error_detail& d) {
+    m = std::move(message);
+    d.original = nullptr; // the exception says the old message
+  });
 }
 
 std::string placed_at(const std::string& name, const std::string& where) {
