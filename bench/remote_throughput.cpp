@@ -13,7 +13,8 @@
 //   host       serves FIFO queue 'rows' on 127.0.0.1:<OS-chosen port>, prints
 //              the port, serves until its stdin (a pipe from here) ends
 //   producer   connects; queue_writer::push_batch of every batch (or push of
-//              every row, --mode single); flush; close
+//              every row, --mode single; or remote_producer::push_batch,
+//              --mode keyed, a window of --batch-window up to 64); flush; close
 //   consumer   connects; batch_reader, dequeue_up_to by default (or
 //              queue_reader), until end of data, checking every row
 //   raw-sink   listens on 127.0.0.1:<OS-chosen port>, reads batch frames of
@@ -327,14 +328,34 @@ int host(const params& p) {
   return 0;
 }
 
-int producer(const params& p, const std::string& address, bool single) {
+/// The batches through a remote_producer: each stored exactly once, however
+/// often the node is lost (none is here: this measures what that costs).
+void produce_keyed(caf::actor_system& sys, const std::string& address, const params& p) {
+  remote_producer_options opts;
+  opts.window =
+      std::min<size_t>(static_cast<size_t>(p.batch_window), max_keyed_in_flight);
+  remote_producer w{sys, address, "rows", "bench-producer", opts};
+  for (int64_t b = 0; b < p.batches; ++b) {
+    columns c{static_cast<size_t>(p.rows)};
+    fill(c, b);
+    w.push_batch(element{tensor::vector<float>(std::move(c.x1)),
+                         tensor::vector<float>(std::move(c.x2)),
+                         tensor::vector<float>(std::move(c.y))});
+  }
+  w.flush();
+}
+
+int producer(const params& p, const std::string& address, bool single, bool keyed) {
   auto cfg = remote_config_of(p);
   actor_system sys{*cfg};
   auto node = connect(sys, address);
   auto q = node.queue("rows");
   auto cpu0 = cpu_seconds();
   auto t0 = now_ns();
-  produce(sys, q, p, single);
+  if (keyed)
+    produce_keyed(sys, address, p);
+  else
+    produce(sys, q, p, single);
   auto kv = usage(cpu0);
   // Every row is stored: the close ends the consumer's data.
   blocking_queue{sys, q}.close();
@@ -725,8 +746,9 @@ public:
 
   /// Producer process -> queue in the host process -> consumer process, over
   /// TLS with the certificates of `tls_dir` unless it is empty.
-  run_result remote(bool single, const std::string& tls_dir = "") {
-    auto mode = single ? "single" : "batch";
+  /// `keyed`: the producer stores its batches with remote_producer::push_batch.
+  run_result remote(bool single, const std::string& tls_dir = "", bool keyed = false) {
+    auto mode = single ? "single" : keyed ? "keyed" : "batch";
     auto what =
         std::string("quern remote ") + mode + (tls_dir.empty() ? "" : " TLS") + " run: ";
     auto tls = [&](std::vector<std::string> args) {
@@ -935,7 +957,8 @@ int parent(const params& p) {
       {"remote batches", [&] { return run.remote(false); }, {}},
       {"inproc batches", [&] { return run.inproc(false); }, {}},
       {"raw relay batches", [&] { return run.raw_relay(); }, {}},
-      {"remote TLS batches", [&] { return run.remote(false, tls_dir); }, {}}};
+      {"remote TLS batches", [&] { return run.remote(false, tls_dir); }, {}},
+      {"remote keyed batches", [&] { return run.remote(false, "", true); }, {}}};
   std::vector<scenario> singles{{"remote singles", [&] { return run.remote(true); }, {}},
                                 {"inproc singles", [&] { return run.inproc(true); }, {}}};
   auto wanted = [&](const scenario& sc) {
@@ -969,6 +992,8 @@ int parent(const params& p) {
     ratio(batches[1], batches[3]);
     ratio(batches[4], batches[0]);
     ratio(batches[4], batches[1]);
+    ratio(batches[5], batches[0]);
+    ratio(batches[5], batches[1]);
     ratio(singles[0], singles[1]);
   }
   auto secs = [](const std::vector<run_result>& rs) {
@@ -984,10 +1009,12 @@ int parent(const params& p) {
       std::printf("  %-42s %9.2fx\n", name, median(ratios[key]));
   };
   std::printf("\n%-44s %10s %14s\n", "batches", "MB/s", "rows/s");
-  const char* labels[] = {
-      "raw TCP socket, process to process", "quern remote, producer -> host -> consumer",
-      "quern in-process, thread to thread", "raw TCP, source -> relay process -> sink",
-      "quern remote over TLS (mutual)"};
+  const char* labels[] = {"raw TCP socket, process to process",
+                          "quern remote, producer -> host -> consumer",
+                          "quern in-process, thread to thread",
+                          "raw TCP, source -> relay process -> sink",
+                          "quern remote over TLS (mutual)",
+                          "quern remote, remote_producer (stored once)"};
   for (size_t i = 0; i < batches.size(); ++i)
     if (!batches[i].results.empty())
       std::printf("  %-42s %10.0f %14.0f\n", labels[i],
@@ -999,6 +1026,8 @@ int parent(const params& p) {
   print_ratio("quern remote / raw relay (two hops)", "remote batches/raw relay batches");
   print_ratio("quern remote over TLS / raw socket", "remote TLS batches/raw batches");
   print_ratio("quern remote over TLS / without TLS", "remote TLS batches/remote batches");
+  print_ratio("remote_producer / raw socket", "remote keyed batches/raw batches");
+  print_ratio("remote_producer / queue_writer", "remote keyed batches/remote batches");
   if (tls_dir.empty())
     std::printf("  quern remote over TLS: not run, %s\n", why_no_tls.c_str());
   std::printf("\n%-44s %10s %14s\n", "single rows (streamed)", "", "rows/s");
@@ -1080,8 +1109,8 @@ int main(int argc, char** argv) {
       "default (4 here); 1 wakes fewer threads per message")(
       "only", po::value<std::string>(&p.only)->default_value(""),
       "run only the scenarios whose name contains this text: raw batches, remote "
-      "batches, inproc batches, raw relay batches, remote TLS batches, remote singles, "
-      "inproc singles "
+      "batches, inproc batches, raw relay batches, remote TLS batches, remote keyed "
+      "batches, remote singles, inproc singles "
       "(e.g. \"remote\")")(
       "timeout", po::value<double>(&p.timeout)->default_value(p.timeout),
       "seconds the whole run may take; processes still running then are killed");
@@ -1099,7 +1128,8 @@ int main(int argc, char** argv) {
     return *status;
   if (p.rows <= 0 || p.batches <= 0 || p.singles <= 0 || p.rounds <= 0 ||
       p.capacity <= 0 || p.batch_window <= 0 || p.window < 4 || p.timeout <= 0 ||
-      (p.cut != "any" && p.cut != "many") || (mode != "batch" && mode != "single")) {
+      (p.cut != "any" && p.cut != "many") ||
+      (mode != "batch" && mode != "single" && mode != "keyed")) {
     std::cerr << program
               << ": --rows, --batches, --singles, --rounds, --capacity, --batch-window "
                  "and --timeout must be positive, --window at least 4, --cut any or "
@@ -1136,7 +1166,7 @@ int main(int argc, char** argv) {
     if (role == "host")
       return host(p);
     if (role == "producer")
-      return producer(p, address, single);
+      return producer(p, address, single, mode == "keyed");
     if (role == "consumer")
       return consumer(p, address, single);
     if (role == "raw-sink")

@@ -300,6 +300,10 @@ struct remote_producer_options {
   /// could not connect, with that error's text, before it pauses and tries
   /// again (to log reconnections). Not called when it gives up.
   std::function<void(const std::string&)> on_retry;
+  /// push_batch(): the batches sent whose answer has not come yet, at most
+  /// (1 to max_keyed_in_flight). More keep a connection busier; each is
+  /// held by the producer until the queue confirms it.
+  size_t window = 8;
 };
 
 /// A producer of a queue on another node that stores each of its batches
@@ -341,7 +345,24 @@ public:
   /// refuses every later call (failed_precondition_error).
   void enqueue_many(const element& batch,
                     std::chrono::nanoseconds timeout = wait_forever);
-  /// Batches this producer stored (not counting resumed_after()).
+  /// Like enqueue_many(), without waiting for the queue's answer: the batch
+  /// is sent at once, and up to `window` batches are in flight together (a
+  /// call with a full window waits for the oldest answer). A lost node is
+  /// retried as for enqueue_many(): every batch in flight is sent again, in
+  /// order, and each is stored once. An error the queue answered for an
+  /// earlier batch (cancelled_error, deadline_exceeded_error, ...) is thrown
+  /// by the next push_batch(), enqueue_many() or flush(), that earlier batch
+  /// being done with, and the batch of a call that throws is not sent; the
+  /// first such error is thrown once (stored() counts the batches stored). Call
+  /// flush() before the producer goes: one destroyed with batches in flight
+  /// does not wait, and they may or may not be stored (a producer started
+  /// later under the name learns which from the queue).
+  void push_batch(element batch, std::chrono::nanoseconds timeout = wait_forever);
+  /// Waits until every batch push_batch() sent is answered; throws the first
+  /// error the queue answered (once), or unavailable_error as enqueue_many().
+  void flush();
+  /// Batches this producer stored and the queue confirmed (not counting
+  /// resumed_after()).
   uint64_t stored() const;
   /// Times the node was found lost and connected again.
   uint64_t reconnections() const;

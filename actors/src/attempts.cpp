@@ -34,7 +34,7 @@ progress enqueue_attempt::serve(queue_core& q) {
     q.storage().push(rows, k);
     stored += k;
     if (mark)
-      mark->stored += k;
+      mark->tally(keyed_number, k);
   }
   if (rows.empty()) {
     done.deliver_count(q.self(), static_cast<int32_t>(total), caf::none);

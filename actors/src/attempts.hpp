@@ -6,6 +6,7 @@
 // Private to actors/.
 
 #include <cstdint>
+#include <map>
 
 #include <caf/actor_addr.hpp>
 #include <caf/error.hpp>
@@ -24,15 +25,28 @@ class queue_storage;
 /// What serving an attempt did.
 enum class progress { none, partial, complete };
 
-/// What a queue knows of one producer that retries (enqueue_keyed,
-/// producer_marks.hpp): its last batch and how much of it is stored, which
-/// the batch's attempt tallies as it stores.
-struct keyed_mark {
-  uint64_t batch = 0;   // its last batch
-  uint64_t attempt = 0; // the last attempt number seen
-  int64_t rows = 0;     // rows of that batch
+/// One batch of a producer that retries, as the queue last saw it.
+struct keyed_batch {
+  uint64_t attempt = 0; // the attempt that sent it last
+  int64_t rows = 0;     // rows of the batch
   int64_t stored = 0;   // of them stored
   uint64_t digest = 0;  // of its values (element::digest): a retry sends the same
+};
+
+/// What a queue knows of one producer that retries (enqueue_keyed,
+/// producer_marks.hpp): its recent batches and how much of each is stored,
+/// which their attempts tally as they store. A producer may have several
+/// batches waiting for room at once, all of one attempt.
+struct keyed_mark {
+  uint64_t attempt = 0;                   // the highest attempt number taken
+  uint64_t last = 0;                      // the highest batch number taken
+  std::map<uint64_t, keyed_batch> recent; // by number; the oldest are forgotten
+
+  /// `k` more rows of batch `number` are stored.
+  void tally(uint64_t number, int64_t k) {
+    if (auto i = recent.find(number); i != recent.end())
+      i->second.stored += k;
+  }
 };
 
 /// One attempt of the enqueue line: rows to store in order (an enqueue, an
@@ -48,6 +62,7 @@ struct enqueue_attempt {
   caf::actor_addr client;
   completion done;
   keyed_mark* mark = nullptr; // a keyed enqueue's producer, tallied
+  uint64_t keyed_number = 0;  // and its batch's number
 
   /// Stores what fits (or closes the queue) and answers once complete.
   progress serve(queue_core& q);

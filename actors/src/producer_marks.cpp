@@ -19,11 +19,12 @@ std::string attempt_of(const batch_key& key) {
   return "attempt " + std::to_string(key.attempt) + " of " + batch_of(key);
 }
 
-// Why the request cannot be taken, or none. `m` is the producer's mark.
+// Why the request cannot be taken, or none. `m` is the producer's mark,
+// `r` its record of this batch if the queue remembers one, `waits` how many
+// of its batches wait for room.
 caf::error refusal(const queue_core& q, const batch_key& key, const keyed_mark& m,
-                   int64_t rows, uint64_t digest, bool last_waits) {
+                   const keyed_batch* r, int64_t rows, uint64_t digest, size_t waits) {
   auto where = q.enqueue_name() + ": ";
-  auto last = "its batch " + std::to_string(m.batch);
   if (key.producer.empty())
     return make_error(error_code::invalid_argument,
                       where + "a keyed enqueue needs a producer name");
@@ -31,37 +32,54 @@ caf::error refusal(const queue_core& q, const batch_key& key, const keyed_mark& 
     return make_error(error_code::invalid_argument, where + "the batches of producer '" +
                                                         key.producer +
                                                         "' are numbered from 1, got 0");
-  // An earlier connection's request read after a later retry: its sender is
-  // gone or already retried.
-  if (key.attempt <= m.attempt)
+  // An earlier connection's request read after a later one's (its sender is
+  // gone or sent it again), or the same batch twice in one attempt.
+  if (key.attempt < m.attempt || (r && key.attempt <= r->attempt))
     return make_error(error_code::aborted,
                       where + attempt_of(key) +
                           " is not stored: the queue already saw its attempt " +
                           std::to_string(m.attempt) + " (an earlier request read late)");
-  if (key.batch < m.batch)
+  if (!r && key.batch <= m.last)
     return make_error(error_code::failed_precondition,
-                      where + batch_of(key) + " is older than " + last +
+                      where + batch_of(key) + " is older than its batch " +
+                          std::to_string(m.last) +
                           " the queue already has (does a second producer use the "
                           "name '" +
                           key.producer + "'?)");
-  if (key.batch > m.batch && last_waits)
+  if (!r && waits > 0 && key.attempt > m.attempt)
     return make_error(error_code::failed_precondition,
-                      where + batch_of(key) + " came while " + last +
-                          " still waits for room: a producer that retries has one "
-                          "batch in flight");
-  if (key.batch == m.batch && rows != m.rows)
+                      where + batch_of(key) + " came under attempt " +
+                          std::to_string(key.attempt) + " while its batches of attempt " +
+                          std::to_string(m.attempt) +
+                          " still wait for room: a producer that retries sends what "
+                          "waits again first, in order");
+  if (!r && waits >= max_keyed_in_flight)
+    return make_error(error_code::failed_precondition,
+                      where + batch_of(key) + " came while " + std::to_string(waits) +
+                          " of its batches wait for room: a producer that retries has "
+                          "at most " +
+                          std::to_string(max_keyed_in_flight) + " in flight");
+  if (r && rows != r->rows)
     return make_error(error_code::invalid_argument,
-                      where + batch_of(key) + " had " + std::to_string(m.rows) +
+                      where + batch_of(key) + " had " + std::to_string(r->rows) +
                           " rows, its retry has " + std::to_string(rows));
   // Taken for a retry, another producer's batch under the same name and
   // number would be answered without being stored, or mixed with the first.
-  if (key.batch == m.batch && digest != m.digest)
+  if (r && digest != r->digest)
     return make_error(error_code::failed_precondition,
                       where + batch_of(key) +
                           " was sent again with other values than the queue has "
                           "(does a second producer use the name '" +
                           key.producer + "'?)");
   return caf::none;
+}
+
+// Forgets the oldest batches beyond what a retry can still send again; one
+// that waits is kept (its attempt tallies it).
+void forget_old(queue_core& q, keyed_mark& m) {
+  while (m.recent.size() > 2 * max_keyed_in_flight &&
+         !q.waiting(&m, m.recent.begin()->first))
+    m.recent.erase(m.recent.begin());
 }
 
 } // namespace
@@ -79,21 +97,45 @@ producer_marks::admit(queue_core& q, const batch_key& key, element& batch,
   // A producer's mark is made by its first request that is taken.
   auto found = marks_.find(key.producer);
   bool known = found != marks_.end();
-  bool waits = known && q.waiting(&found->second);
+  if (known)
+    forget_old(q, found->second);
+  const keyed_mark none;
+  const auto& have = known ? found->second : none;
+  auto rec = have.recent.find(key.batch);
+  const keyed_batch* r = rec != have.recent.end() ? &rec->second : nullptr;
+  auto waits = known ? q.waiting(&found->second) : 0;
   auto digest = batch.digest();
-  if (auto err =
-          refusal(q, key, known ? found->second : keyed_mark{}, rows, digest, waits)) {
+  if (auto err = refusal(q, key, have, r, rows, digest, waits)) {
     rp.deliver(std::move(err));
     return std::nullopt;
   }
   auto& m = known ? found->second : marks_[key.producer];
-  m.attempt = key.attempt;
-  if (key.batch > m.batch) {
-    m.batch = key.batch;
-    m.rows = rows;
-    m.stored = 0;
-    m.digest = digest;
-  } else if (m.stored == m.rows) {
+  if (r && key.attempt > m.attempt && waits > 0) {
+    // The producer sends again, in order, what an earlier attempt left
+    // waiting (its connection was lost): those requests are replaced.
+    q.withdraw(&m, [&](uint64_t number) {
+      auto what =
+          "batch " + std::to_string(number) + " of producer '" + key.producer + "'";
+      if (number == key.batch)
+        return make_error(error_code::aborted, q.enqueue_name() + ": " + what +
+                                                   " was sent again (attempt " +
+                                                   std::to_string(key.attempt) +
+                                                   "), which stores the rest of it");
+      return make_error(error_code::aborted,
+                        q.enqueue_name() + ": " + what + " waited under attempt " +
+                            std::to_string(m.attempt) + ", which attempt " +
+                            std::to_string(key.attempt) + " replaces");
+    });
+  }
+  m.attempt = std::max(m.attempt, key.attempt);
+  auto& b = m.recent[key.batch];
+  if (!r) {
+    b.rows = rows;
+    b.digest = digest;
+    m.last = std::max(m.last, key.batch);
+  }
+  b.attempt = key.attempt;
+  if (r && b.stored == b.rows && b.rows > 0) {
     // A retry of a batch the queue holds whole: its first request was
     // stored, and its answer lost with the connection.
     std::cerr << "quern: " << q.enqueue_name() << " already holds " << batch_of(key)
@@ -101,23 +143,18 @@ producer_marks::admit(queue_core& q, const batch_key& key, element& batch,
               << ") was answered without storing it again\n";
     rp.deliver(static_cast<int32_t>(rows));
     return std::nullopt;
-  } else if (waits) {
-    q.withdraw(&m,
-               make_error(error_code::aborted, q.enqueue_name() + ": " + batch_of(key) +
-                                                   " was sent again (attempt " +
-                                                   std::to_string(key.attempt) +
-                                                   "), which stores the rest of it"));
   }
-  if (m.stored == m.rows) { // an empty batch
+  if (b.stored == b.rows) { // an empty batch
     rp.deliver(static_cast<int32_t>(rows));
     return std::nullopt;
   }
   enqueue_attempt a;
   a.what = enqueue_attempt::op::enqueue_many;
-  a.rows.push_back(row_run{std::move(batch), m.stored, rows - m.stored, true});
+  a.rows.push_back(row_run{std::move(batch), b.stored, rows - b.stored, true});
   a.total = rows;
-  a.stored = m.stored;
+  a.stored = b.stored;
   a.mark = &m;
+  a.keyed_number = key.batch;
   return a;
 }
 
@@ -125,7 +162,13 @@ batch_key producer_marks::position(const std::string& producer) const {
   batch_key at{producer, 0, 0};
   if (auto i = marks_.find(producer); i != marks_.end()) {
     const auto& m = i->second;
-    at.batch = m.stored == m.rows ? m.batch : m.batch - 1;
+    at.batch = m.last;
+    // Before the first batch it remembers that is not whole.
+    for (const auto& [number, b] : m.recent)
+      if (b.stored < b.rows) {
+        at.batch = number - 1;
+        break;
+      }
     at.attempt = m.attempt;
   }
   return at;

@@ -1,8 +1,8 @@
 #pragma once
 
 // A queue's side of producers that retry (enqueue_keyed, quern/batch_key.hpp,
-// docs/distributed.md#retried-batches): per producer name, its last batch
-// and how much of it is stored, so that a retry stores nothing twice and
+// docs/distributed.md#retried-batches): per producer name, its recent batches
+// and how much of each is stored, so that a retry stores nothing twice and
 // nothing is left out. Private to actors/.
 
 #include <optional>
@@ -24,14 +24,16 @@ class producer_marks {
 public:
   /// Judges a keyed enqueue of `batch`. Answers `rp` itself when nothing is
   /// to be stored (a refusal, a batch the queue holds whole, an empty one);
-  /// otherwise withdraws the producer's earlier attempt of the same batch if
-  /// it still waits, and returns the attempt that stores the rows not stored
-  /// yet, for the caller to add with its deadline.
+  /// otherwise, when it is the first batch sent again under a new attempt,
+  /// withdraws what the producer's earlier attempt left waiting (sent again
+  /// after it, in order), and returns the attempt that stores the rows not
+  /// stored yet, for the caller to add with its deadline.
   std::optional<enqueue_attempt> admit(queue_core& q, const batch_key& key,
                                        element& batch,
                                        caf::typed_response_promise<int32_t>& rp);
 
-  /// The last batch of `producer` stored whole and the last attempt seen.
+  /// The last batch of `producer` before the first one it remembers that is
+  /// not stored whole, and the last attempt seen.
   batch_key position(const std::string& producer) const;
 
 private:

@@ -166,15 +166,30 @@ bool queue_core::fail_waiting_enqueue(Pred is_it, caf::error err) {
   return false;
 }
 
-bool queue_core::waiting(const keyed_mark* m) const {
-  return std::any_of(enqueues_.begin(), enqueues_.end(),
-                     [m](const enqueue_attempt& a) { return a.mark == m; });
+size_t queue_core::waiting(const keyed_mark* m) const {
+  return static_cast<size_t>(
+      std::count_if(enqueues_.begin(), enqueues_.end(),
+                    [m](const enqueue_attempt& a) { return a.mark == m; }));
 }
 
-void queue_core::withdraw(const keyed_mark* m, caf::error err) {
+bool queue_core::waiting(const keyed_mark* m, uint64_t number) const {
+  return std::any_of(enqueues_.begin(), enqueues_.end(), [=](const enqueue_attempt& a) {
+    return a.mark == m && a.keyed_number == number;
+  });
+}
+
+void queue_core::withdraw(const keyed_mark* m,
+                          const std::function<caf::error(uint64_t)>& why) {
   // No flush: the retry is added next, which flushes.
-  fail_waiting_enqueue([m](const enqueue_attempt& a) { return a.mark == m; },
-                       std::move(err));
+  for (auto i = enqueues_.begin(); i != enqueues_.end();) {
+    if (i->mark != m) {
+      ++i;
+      continue;
+    }
+    // rows already stored stay stored.
+    i->fail(self_, why(i->keyed_number));
+    i = enqueues_.erase(i);
+  }
 }
 
 void queue_core::expire(uint64_t id) {

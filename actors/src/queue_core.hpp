@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -46,11 +47,14 @@ public:
   void unpull(const caf::actor_addr& client);
   /// Cancels the client's pending pushes (rows stored so far stay stored).
   void unpush(const caf::actor_addr& client);
-  /// Whether a keyed enqueue of the producer `m` waits in the line.
-  bool waiting(const keyed_mark* m) const;
-  /// Withdraws the keyed enqueue of `m` that waits, answering `err`; the
-  /// rows it stored stay stored. No flush: its retry comes next.
-  void withdraw(const keyed_mark* m, caf::error err);
+  /// How many keyed enqueues of the producer `m` wait in the line.
+  size_t waiting(const keyed_mark* m) const;
+  /// Whether its batch `number` is one of them.
+  bool waiting(const keyed_mark* m, uint64_t number) const;
+  /// Withdraws every keyed enqueue of `m` that waits, answering each with
+  /// `why(its batch's number)`; the rows they stored stay stored. No
+  /// flush: the retry that replaces them comes next.
+  void withdraw(const keyed_mark* m, const std::function<caf::error(uint64_t)>& why);
   /// A deadline expired: answers deadline_exceeded if the attempt is still
   /// pending, keeping every element (Q-80, and better than TF for Q-37).
   void expire(uint64_t id);

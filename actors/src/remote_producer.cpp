@@ -5,6 +5,8 @@
 #include "remote_internal.hpp"
 
 #include <atomic>
+#include <deque>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -38,6 +40,23 @@ struct remote_producer::impl {
   std::atomic<uint64_t> stored{0};
   std::atomic<uint64_t> reconnections{0};
   std::string gave_up; // why later calls are refused, once it gave up
+
+  // push_batch(): the batches sent and not yet answered, oldest first, with
+  // their answers coming to a mailbox of their own.
+  using keyed_reply = decltype(std::declval<caf::scoped_actor&>()->request(
+      std::declval<const queue_actor&>(), caf::infinite, enqueue_keyed_atom::value,
+      std::declval<batch_key>(), std::declval<element>(), caf::timespan{}));
+  struct in_flight {
+    uint64_t number;
+    element batch; // kept to be sent again
+    caf::timespan timeout;
+    std::optional<keyed_reply> reply;
+  };
+  std::deque<in_flight> flight;
+  std::optional<blocking_client::lease> pipe;
+  uint64_t epoch = 0; // the attempt of the batches in flight; 0: none yet
+  std::optional<clock_type::time_point> lost_since; // no answer since
+  std::exception_ptr first_error;                   // the queue's, for an earlier batch
 
   std::string what() const {
     return "producer '" + producer + "' of queue '" + queue_name + "' on " + address;
@@ -96,6 +115,126 @@ struct remote_producer::impl {
       }
     }
   }
+
+  caf::scoped_actor& mailbox() {
+    if (!pipe)
+      pipe.emplace(client.acquire());
+    return **pipe;
+  }
+
+  void send(in_flight& f) {
+    f.reply.emplace(mailbox()->request(queue, caf::infinite, enqueue_keyed_atom::value,
+                                       batch_key{producer, f.number, epoch}, f.batch,
+                                       f.timeout));
+  }
+
+  // The queue's answer to `f`: none when its rows are stored. The queue's
+  // endpoint answers every request when the node is lost, so this returns.
+  caf::error answer(in_flight& f) {
+    detail::exit_watch::blocked_call waiting{sys, caf::actor_cast<caf::actor_addr>(queue),
+                                             enqueue_keyed_atom::value};
+    caf::error err;
+    f.reply->receive([](int32_t) {}, [&](caf::error& e) { err = std::move(e); });
+    return err;
+  }
+
+  // Whether `err` says the node was lost (as a call would throw it).
+  static bool lost(const caf::error& err) {
+    try {
+      throw_error(err);
+    } catch (const unavailable_error&) {
+      return true;
+    } catch (...) {
+    }
+    return false;
+  }
+
+  void keep_first(const caf::error& err) {
+    if (first_error)
+      return;
+    try {
+      throw_error(err);
+    } catch (...) {
+      first_error = std::current_exception();
+    }
+  }
+
+  void rethrow_first() {
+    if (auto e = std::exchange(first_error, nullptr))
+      std::rethrow_exception(e);
+  }
+
+  std::string numbers_in_flight() const {
+    auto first = std::to_string(flight.front().number);
+    auto last = std::to_string(flight.back().number);
+    return flight.size() == 1 ? "its batch " + first
+                              : "its batches " + first + " to " + last;
+  }
+
+  // The node was lost with `flight` on its way (the oldest answered `err`):
+  // takes the other answers of that connection, connects again and sends
+  // what was not answered again, in order, under a new attempt.
+  void send_again(const caf::error& err) {
+    if (!lost_since)
+      lost_since = clock_type::now();
+    std::string last;
+    try {
+      throw_error(err);
+    } catch (const std::exception& e) {
+      last = e.what();
+    }
+    std::deque<in_flight> again;
+    again.push_back(std::move(flight.front()));
+    flight.pop_front();
+    for (auto& f : flight) {
+      if (auto e = answer(f); !e)
+        ++stored;
+      else if (lost(e))
+        again.push_back(std::move(f));
+      else
+        keep_first(e);
+    }
+    flight = std::move(again);
+    node.reset();
+    queue = nullptr;
+    ++reconnections;
+    auto doing = "sending " + numbers_in_flight();
+    try {
+      auto until = *lost_since + opts.retry_for;
+      pause(until, doing, last);
+      connect(until, doing);
+    } catch (const std::exception& e) {
+      gave_up = what() + " gave up on " + numbers_in_flight() + " (" + e.what() +
+                "); a new remote_producer of the name goes on where the queue "
+                "stands (resumed_after)";
+      flight.clear();
+      throw;
+    }
+    epoch = next_attempt++;
+    for (auto& f : flight)
+      send(f);
+  }
+
+  // Takes the oldest answer in flight.
+  void settle_oldest() {
+    auto err = answer(flight.front());
+    if (err && lost(err)) {
+      send_again(err);
+      return;
+    }
+    if (err) {
+      keep_first(err); // the queue answered: the batch is done with
+    } else {
+      ++stored;
+      lost_since.reset();
+    }
+    flight.pop_front();
+  }
+
+  void settle_all() {
+    while (!flight.empty())
+      settle_oldest();
+  }
 };
 
 remote_producer::remote_producer(caf::actor_system& sys, std::string address,
@@ -104,6 +243,11 @@ remote_producer::remote_producer(caf::actor_system& sys, std::string address,
   if (producer.empty())
     throw invalid_argument_error("a remote_producer of queue '" + queue + "' on " +
                                  address + " needs a producer name");
+  if (opts.window < 1 || opts.window > max_keyed_in_flight)
+    throw invalid_argument_error("the window of remote_producer '" + producer + "' is " +
+                                 std::to_string(opts.window) +
+                                 " batches; it must be 1 to " +
+                                 std::to_string(max_keyed_in_flight));
   impl_ = std::make_unique<impl>(sys, std::move(address), std::move(queue),
                                  std::move(producer), opts);
   auto& d = *impl_;
@@ -129,6 +273,10 @@ void remote_producer::enqueue_many(const element& batch,
   std::lock_guard<std::mutex> guard{d.mtx};
   if (!d.gave_up.empty())
     throw failed_precondition_error(d.gave_up);
+  // Pushed batches go first, and their error before this batch is sent.
+  d.settle_all();
+  d.rethrow_first();
+  d.epoch = 0; // this call numbers its own attempts
   auto number = d.next_batch;
   auto doing = "sending its batch " + std::to_string(number);
   try {
@@ -151,6 +299,30 @@ void remote_producer::enqueue_many(const element& batch,
   }
   ++d.next_batch;
   ++d.stored;
+}
+
+void remote_producer::push_batch(element batch, std::chrono::nanoseconds timeout) {
+  auto& d = *impl_;
+  std::lock_guard<std::mutex> guard{d.mtx};
+  if (!d.gave_up.empty())
+    throw failed_precondition_error(d.gave_up);
+  d.rethrow_first();
+  while (d.flight.size() >= d.opts.window)
+    d.settle_oldest();
+  d.rethrow_first();
+  if (d.epoch == 0)
+    d.epoch = d.next_attempt++;
+  d.flight.push_back({d.next_batch++, std::move(batch), caf::timespan{timeout}, {}});
+  d.send(d.flight.back());
+}
+
+void remote_producer::flush() {
+  auto& d = *impl_;
+  std::lock_guard<std::mutex> guard{d.mtx};
+  if (!d.gave_up.empty())
+    throw failed_precondition_error(d.gave_up);
+  d.settle_all();
+  d.rethrow_first();
 }
 
 uint64_t remote_producer::stored() const {

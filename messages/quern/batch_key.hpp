@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -18,9 +19,11 @@ struct batch_key {
   /// The batch's number: 1 for the producer's first, then increasing. A
   /// retry sends the same number.
   uint64_t batch = 0;
-  /// Increases with every request the producer sends, retries included, so
-  /// that a request overtaken by a later retry (an earlier connection's,
-  /// read late) is told apart and refused.
+  /// Never decreases: a producer sends its batches under one attempt number
+  /// while a connection lasts (several may wait for room at once) and under
+  /// a higher one when it sends them again, so that a request overtaken by a
+  /// later retry (an earlier connection's, read late) is told apart and
+  /// refused, and a batch is never taken twice under one number.
   uint64_t attempt = 0;
 
   template <class Inspector>
@@ -28,5 +31,10 @@ struct batch_key {
     return f(caf::meta::type_name("quern::batch_key"), x.producer, x.batch, x.attempt);
   }
 };
+
+/// The batches of one producer that may wait for room in a queue at once;
+/// the queue refuses more (failed_precondition) and remembers twice as many
+/// of each producer's last batches, for their retries.
+inline constexpr size_t max_keyed_in_flight = 64;
 
 } // namespace quern

@@ -133,8 +133,9 @@ TEST_CASE_METHOD(system_fixture, "keyed enqueue: what it refuses, each named",
   CHECK(p.pending());
   keyed(p, "p", 3, 2, {4});
   check_error(p.next(), error_code::failed_precondition,
-              at(q) + "batch 3 of producer 'p' came while its batch 2 still waits "
-                      "for room: a producer that retries has one batch in flight");
+              at(q) + "batch 3 of producer 'p' came under attempt 2 while its batches "
+                      "of attempt 1 still wait for room: a producer that retries "
+                      "sends what waits again first, in order");
   keyed(p, "p", 2, 3, {1, 2});
   check_error(p.next(), error_code::invalid_argument,
               at(q) + "batch 2 of producer 'p' had 3 rows, its retry has 2");
@@ -204,4 +205,98 @@ TEST_CASE_METHOD(system_fixture,
   check_error(p.next(), error_code::cancelled, "FIFOQueue '" + p.name() + "' is closed.");
   CHECK(dequeue_values(p, 1) == ivec{1});
   CHECK(mark_of(p, "p").batch == 0);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: batches of one attempt wait together and are stored in "
+                 "order",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 2);
+  probe p{sys, q};
+  probe consumer{sys, q};
+  keyed(p, "p", 1, 1, {1, 2, 3}); // 1 and 2 stored, 3 waits
+  keyed(p, "p", 2, 1, {4, 5});
+  keyed(p, "p", 3, 1, {6});
+  CHECK(p.pending());
+  CHECK(mark_of(consumer, "p").batch == 0);
+  CHECK(dequeue_values(consumer, 6) == ivec{1, 2, 3, 4, 5, 6});
+  CHECK(p.next().count() == 3);
+  CHECK(p.next().count() == 2);
+  CHECK(p.next().count() == 1);
+  auto m = mark_of(consumer, "p");
+  CHECK(m.batch == 3);
+  CHECK(m.attempt == 1);
+  // The same batch twice under one attempt is refused, and nothing stored.
+  keyed(p, "p", 3, 1, {6});
+  check_error(p.next(), error_code::aborted,
+              at(q) + "attempt 1 of batch 3 of producer 'p' is not stored: the queue "
+                      "already saw its attempt 1 (an earlier request read late)");
+  CHECK(consumer.size() == 0);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: sent again in order, the batches an earlier attempt "
+                 "left waiting are replaced and each stored once",
+                 "[keyed]") {
+  // Batch 1 stored whole, batch 2 in part, batch 3 waiting, when the
+  // producer's connection is lost and it sends all three again.
+  auto q = int_fifo(sys, 3);
+  probe early{sys, q};
+  probe retry{sys, q};
+  probe consumer{sys, q};
+  keyed(early, "p", 1, 1, {1, 2});
+  keyed(early, "p", 2, 1, {3, 4}); // 3 stored, 4 waits
+  keyed(early, "p", 3, 1, {5});
+  CHECK(early.next().count() == 2);
+  CHECK(early.pending());
+  keyed(retry, "p", 1, 2, {1, 2}); // held whole: answered, nothing stored
+  CHECK(retry.next().count() == 2);
+  check_error(early.next(), error_code::aborted,
+              at(q) + "batch 2 of producer 'p' waited under attempt 1, which attempt 2 "
+                      "replaces");
+  check_error(early.next(), error_code::aborted,
+              at(q) + "batch 3 of producer 'p' waited under attempt 1, which attempt 2 "
+                      "replaces");
+  keyed(retry, "p", 2, 2, {3, 4}); // its rest, 4, waits for room
+  keyed(retry, "p", 3, 2, {5});
+  CHECK(retry.pending());
+  CHECK(mark_of(consumer, "p").batch == 1);
+  CHECK(dequeue_values(consumer, 5) == ivec{1, 2, 3, 4, 5});
+  CHECK(retry.next().count() == 2);
+  CHECK(retry.next().count() == 1);
+  CHECK(consumer.size() == 0);
+  CHECK(mark_of(consumer, "p").batch == 3);
+  // The earlier attempt's requests, read late, store nothing.
+  keyed(early, "p", 3, 1, {5});
+  check_error(early.next(), error_code::aborted,
+              at(q) + "attempt 1 of batch 3 of producer 'p' is not stored: the queue "
+                      "already saw its attempt 2 (an earlier request read late)");
+  CHECK(consumer.size() == 0);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "keyed enqueue: a producer has at most max_keyed_in_flight batches "
+                 "waiting",
+                 "[keyed]") {
+  auto q = int_fifo(sys, 1);
+  probe p{sys, q};
+  probe consumer{sys, q};
+  auto waiting = static_cast<int64_t>(max_keyed_in_flight);
+  for (int64_t i = 1; i <= waiting + 1; ++i)
+    keyed(p, "p", static_cast<uint64_t>(i), 1, {i});
+  CHECK(p.next().count() == 1); // the first is stored, the others wait
+  auto next = static_cast<uint64_t>(waiting + 2);
+  keyed(p, "p", next, 1, {0});
+  check_error(p.next(), error_code::failed_precondition,
+              at(q) + "batch " + std::to_string(next) + " of producer 'p' came while " +
+                  std::to_string(waiting) +
+                  " of its batches wait for room: a producer that retries has at most " +
+                  std::to_string(waiting) + " in flight");
+  ivec want;
+  for (int64_t i = 1; i <= waiting + 1; ++i)
+    want.push_back(i);
+  CHECK(dequeue_values(consumer, waiting + 1) == want);
+  for (int64_t i = 2; i <= waiting + 1; ++i)
+    CHECK(p.next().count() == 1);
+  CHECK(mark_of(consumer, "p").batch == static_cast<uint64_t>(waiting + 1));
 }

@@ -20,7 +20,9 @@
 //            after N batches"); appends each row of a batch the queue
 //            acknowledged to --node.out, prints "retrying: <why>" to stderr
 //            at each retry and "reconnections N" at the end; connect timeout
-//            --node.timeout-ms
+//            --node.timeout-ms. With --node.api=push it sends with
+//            push_batch (a window of 4 batches) and appends the rows after
+//            its final flush()
 //   move     a queue runner of one async op moves rows from 'rows' to
 //            'moved', pulling up to 8 per run, until 'rows' is closed and
 //            drained ('moved' stays open); "ready" in --node.out once started
@@ -281,6 +283,10 @@ int produce_keyed(quern::actor_system& sys, node_config& cfg) {
   opts.on_retry = [](const std::string& why) {
     std::cerr << "retrying: " << why << "\n";
   };
+  bool pushed = cfg.api == "push";
+  if (pushed)
+    opts.window = 4;
+  std::string unconfirmed; // rows pushed, acknowledged by flush()
   quern::remote_producer producer{sys, cfg.address, "rows",
                                   "producer-" + std::to_string(cfg.id), opts};
   std::cout << "resumed after " << producer.resumed_after() << " batches" << std::endl;
@@ -291,12 +297,22 @@ int produce_keyed(quern::actor_system& sys, node_config& cfg) {
     for (int64_t j = i; j < std::min(cfg.count, i + batch_rows); ++j)
       vs.push_back(base + j);
     auto n = static_cast<int64_t>(vs.size());
-    producer.enqueue_many(
-        quern::element{quern::tensor::from_values(quern::tensor_shape{n}, vs)});
+    quern::element batch{quern::tensor::from_values(quern::tensor_shape{n}, vs)};
     std::string acked;
     for (auto v : vs)
       acked += std::to_string(v) + "\n";
+    if (pushed) {
+      producer.push_batch(std::move(batch));
+      unconfirmed += acked;
+      continue;
+    }
+    producer.enqueue_many(batch);
     append_line(cfg.out, acked.substr(0, acked.size() - 1));
+  }
+  if (pushed) {
+    producer.flush();
+    if (!unconfirmed.empty())
+      append_line(cfg.out, unconfirmed.substr(0, unconfirmed.size() - 1));
   }
   std::cout << "reconnections " << producer.reconnections() << std::endl;
   if (cfg.close_after) {

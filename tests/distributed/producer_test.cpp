@@ -64,13 +64,17 @@ TEST_CASE("distributed a remote_producer whose host froze with a batch half stor
   // its 5 rows stored: the producer finds the node lost (heartbeats), fails
   // to connect while the host sleeps (a 1 s connect timeout), and once it
   // wakes sends the batch again; the queue stores only its last 2 rows.
+  // With push_batch, batches 3 to 5 wait behind it too: all four are sent
+  // again, in order, and each is stored once.
+  auto api = GENERATE(as<std::string>{}, "enqueue_many", "push");
+  INFO("api " << api);
   constexpr int64_t count = 100;
   scratch_dir dir;
   auto host = start_host(dir, {"--node.capacity=8"});
   auto acked = dir.file("producer.out");
   auto producer =
       start_client(dir, "producer", host.address,
-                   {"--node.role=produce-keyed", "--node.id=1",
+                   {"--node.role=produce-keyed", "--node.api=" + api, "--node.id=1",
                     "--node.count=" + std::to_string(count), "--node.timeout-ms=1000",
                     "--node.close-after", "--node.out=" + acked});
   require_queue_size(host, 8);
@@ -98,11 +102,15 @@ TEST_CASE("distributed a remote_producer started again after a kill goes on wher
   // rows stored. Started again under the same name, it learns that the
   // queue holds its first batch whole, sends the second again (the queue
   // stores its last 2 rows) and goes on.
+  // With push_batch, batches 3 to 5 wait behind it: the queue's position is
+  // still the last batch before the first it does not hold whole.
+  auto api = GENERATE(as<std::string>{}, "enqueue_many", "push");
+  INFO("api " << api);
   constexpr int64_t count = 100;
   scratch_dir dir;
   auto host = start_host(dir, {"--node.capacity=8"});
-  std::vector<std::string> args{"--node.role=produce-keyed", "--node.id=2",
-                                "--node.count=" + std::to_string(count),
+  std::vector<std::string> args{"--node.role=produce-keyed", "--node.api=" + api,
+                                "--node.id=2", "--node.count=" + std::to_string(count),
                                 "--node.out=" + dir.file("first.out")};
   auto first = start_client(dir, "first", host.address, args);
   require_queue_size(host, 8);
@@ -190,4 +198,69 @@ TEST_CASE("distributed remote_producer errors: no name, and a node lost for retr
     CHECK(contains(e.what(), "gave up on its batch 2"));
     CHECK(contains(e.what(), "resumed_after"));
   }
+}
+
+TEST_CASE("distributed remote_producer push_batch errors: a window out of range, and a "
+          "node lost for retry_for") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  test_peer peer{host.address};
+  quern::remote_producer_options opts;
+  for (size_t window : {size_t{0}, quern::max_keyed_in_flight + 1}) {
+    opts.window = window;
+    CHECK_THROWS_WITH(quern::remote_producer(peer.sys, host.address, "rows", "p", opts),
+                      "the window of remote_producer 'p' is " + std::to_string(window) +
+                          " batches; it must be 1 to 64");
+  }
+  opts.window = 4;
+  opts.connect.timeout = std::chrono::milliseconds{500};
+  opts.retry_for = std::chrono::seconds{1};
+  quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
+  auto batch = quern::element{
+      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  producer.push_batch(batch);
+  producer.flush();
+  CHECK(producer.stored() == 1);
+  host.proc->signal(SIGKILL);
+  require_exit(*host.proc, 128 + SIGKILL);
+  producer.push_batch(batch); // sent: its loss is learnt from its answer
+  try {
+    producer.flush();
+    FAIL("a batch was stored with its node gone");
+  } catch (const quern::unavailable_error& e) {
+    std::string text = e.what();
+    CHECK(contains(text, "producer 'p' of queue 'rows' on " + host.address +
+                             " found the node lost for 1 s while sending its batch 2"));
+    CHECK(contains(text, "last: "));
+  }
+  try {
+    producer.push_batch(batch);
+    FAIL("a producer that gave up took another batch");
+  } catch (const quern::failed_precondition_error& e) {
+    CHECK(contains(e.what(), "gave up on its batch 2"));
+    CHECK(contains(e.what(), "resumed_after"));
+  }
+  CHECK(producer.stored() == 1);
+}
+
+TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch is "
+          "thrown by the next call") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  test_peer peer{host.address};
+  quern::remote_producer_options opts;
+  opts.window = 2;
+  quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
+  auto batch = quern::element{
+      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  producer.push_batch(batch);
+  quern::blocking_queue{peer.sys, peer.node.queue("rows")}.close();
+  producer.push_batch(batch); // refused by the closed queue
+  producer.push_batch(batch); // the window is full: waits for batch 1's answer
+  CHECK_THROWS_AS(producer.flush(), quern::cancelled_error); // batch 2's
+  CHECK(producer.stored() == 1);
+  producer.flush(); // the first error is thrown once (batch 3 was refused too)
+  producer.push_batch(batch); // batch 4, refused in turn
+  CHECK_THROWS_AS(producer.flush(), quern::cancelled_error);
+  CHECK(producer.stored() == 1);
 }

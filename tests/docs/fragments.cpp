@@ -206,6 +206,18 @@ for (auto i = producer.resumed_after(); i < batches.size(); ++i)
 // docs-snippet-end
 }
 
+void distributed_producer_pushed(quern::actor_system& sys,
+                                 const std::vector<quern::element>& batches) {
+// docs-snippet-begin: distributed-producer-pushed
+quern::remote_producer_options opts;
+opts.window = 8;  // batches sent and not yet answered, at most
+quern::remote_producer producer{sys, "127.0.0.1:7000", "examples", "reader-1", opts};
+for (auto i = producer.resumed_after(); i < batches.size(); ++i)
+  producer.push_batch(batches[i]);  // returns once sent; each stored once
+producer.flush();  // every batch answered; throws the first error
+// docs-snippet-end
+}
+
 void distributed_writer_lost(quern::queue_writer& writer) {
 // docs-snippet-begin: distributed-writer-lost
 try {
