@@ -26,6 +26,11 @@
 //              producer -> host -> consumer, at the fewest system calls)
 //   inproc     a producer thread and a consumer thread with the same clients
 //              on a FIFO queue of its own process
+//   caf-sink, caf-relay, caf-source   the same batches through CAF alone: a
+//              source requests each batch (the columns end to end in one
+//              byte vector, --batch-window unanswered) of a relay actor in
+//              a second process, which delegates it to a checking sink actor
+//              in a third; CAF's defaults, no quern
 // A TLS run ("remote TLS batches") repeats the remote one with mutual TLS
 // (CAF's openssl module), its CA and certificate made by the openssl command
 // in a directory under /tmp before anything is timed (left out, saying why,
@@ -59,6 +64,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -73,6 +79,12 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "command_line.hpp"
 
@@ -575,6 +587,151 @@ int raw_source(const params& p, const std::string& address) {
   return 0;
 }
 
+// -- CAF alone: the same batches through CAF's middleman, without quern ---------------
+
+using caf_batch_atom = caf::atom_constant<caf::atom("cafbatch")>;
+
+/// A plain CAF actor system with the middleman: CAF's defaults but
+/// --threads, as quern's processes.
+struct caf_config : caf::actor_system_config {
+  explicit caf_config(const params& p) {
+    load<caf::io::middleman>();
+    tune(*this, p);
+  }
+};
+
+caf::actor caf_connect(caf::actor_system& sys, const std::string& address) {
+  auto colon = address.rfind(':');
+  auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  auto a = sys.middleman().remote_actor(address.substr(0, colon), port);
+  if (!a)
+    throw std::runtime_error("cannot reach " + address + ": " + sys.render(a.error()));
+  return *a;
+}
+
+uint16_t caf_publish(caf::actor_system& sys, const caf::actor& a) {
+  auto port = sys.middleman().publish(a, 0, "127.0.0.1");
+  if (!port)
+    throw std::runtime_error("cannot publish: " + sys.render(port.error()));
+  return *port;
+}
+
+/// Waits until the parent closes stdin (or dies).
+void until_stdin_closes() {
+  char buf[64];
+  while (::read(0, buf, sizeof buf) > 0) {
+  }
+}
+
+/// An actor that checks each batch (the three columns end to end in one byte
+/// vector) and answers it; the last row ends the wait.
+int caf_sink(const params& p) {
+  caf_config cfg{p};
+  caf::actor_system sys{cfg};
+  sequence_check check{p.rows, p.batches * p.rows};
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::string error;
+  auto finish = [&](std::string why) {
+    std::lock_guard<std::mutex> lock{m};
+    error = std::move(why);
+    done = true;
+    cv.notify_one();
+  };
+  auto sink = sys.spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[&](caf_batch_atom, uint64_t, const std::vector<char>& bytes) -> uint64_t {
+      auto n = bytes.size() / (3 * sizeof(float));
+      auto f = reinterpret_cast<const float*>(bytes.data());
+      try {
+        check.take(f, f + n, f + 2 * n, n);
+        if (check.seen() == p.batches * p.rows)
+          finish({});
+      } catch (const std::exception& e) {
+        finish(e.what());
+      }
+      return n;
+    }};
+  });
+  auto port = caf_publish(sys, sink);
+  auto cpu0 = cpu_seconds();
+  report("port", {{"port", std::to_string(port)}});
+  {
+    std::unique_lock<std::mutex> lock{m};
+    cv.wait(lock, [&] { return done; });
+  }
+  if (!error.empty())
+    throw std::runtime_error(error);
+  auto kv = usage(cpu0);
+  kv["end"] = std::to_string(check.end_ns());
+  kv["rows"] = std::to_string(check.seen());
+  report("caf-sink", kv);
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+/// An actor that hands every batch on to the sink (delegated: the sink's
+/// answer goes to the source), as a queue's host stands between two peers.
+int caf_relay(const params& p, const std::string& sink_address) {
+  caf_config cfg{p};
+  caf::actor_system sys{cfg};
+  auto sink = caf_connect(sys, sink_address);
+  auto relay = sys.spawn([sink](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, sink](caf_batch_atom a, uint64_t b, std::vector<char>& bytes) {
+      return self->delegate(sink, a, b, std::move(bytes));
+    }};
+  });
+  auto port = caf_publish(sys, relay);
+  auto cpu0 = cpu_seconds();
+  report("port", {{"port", std::to_string(port)}});
+  until_stdin_closes();
+  report("caf-relay", usage(cpu0));
+  caf::anon_send_exit(relay, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+/// Sends each batch (fresh bytes each, as the producer's) as one request,
+/// with at most --batch-window requests unanswered.
+int caf_source(const params& p, const std::string& address) {
+  caf_config cfg{p};
+  caf::actor_system sys{cfg};
+  auto relay = caf_connect(sys, address);
+  caf::scoped_actor self{sys};
+  auto cpu0 = cpu_seconds();
+  auto t0 = now_ns();
+  using reply = decltype(self->request(relay, caf::infinite, caf_batch_atom::value,
+                                       uint64_t{0}, std::vector<char>{}));
+  std::deque<reply> waiting;
+  std::string error;
+  auto take_answer = [&] {
+    waiting.front().receive([](uint64_t) {},
+                            [&](caf::error& e) { error = sys.render(e); });
+    waiting.pop_front();
+    if (!error.empty())
+      throw std::runtime_error("the sink refused a batch: " + error);
+  };
+  auto rows = static_cast<size_t>(p.rows);
+  for (int64_t b = 0; b < p.batches; ++b) {
+    if (waiting.size() >= static_cast<size_t>(p.batch_window))
+      take_answer();
+    std::vector<char> bytes(3 * rows * sizeof(float));
+    auto f = reinterpret_cast<float*>(bytes.data());
+    for (size_t r = 0; r < rows; ++r) {
+      f[r] = static_cast<float>(b);
+      f[rows + r] = static_cast<float>(r);
+      f[2 * rows + r] = -static_cast<float>(r);
+    }
+    waiting.push_back(self->request(relay, caf::infinite, caf_batch_atom::value,
+                                    static_cast<uint64_t>(b), std::move(bytes)));
+  }
+  while (!waiting.empty())
+    take_answer();
+  auto kv = usage(cpu0);
+  kv["start"] = std::to_string(t0);
+  report("caf-source", kv);
+  return 0;
+}
+
 // -- the parent: starts the roles, bounds every wait ----------------------------------
 
 /// A failure of the run, naming who failed.
@@ -837,6 +994,35 @@ public:
     }
   }
 
+  /// The same batches through CAF alone (three processes, no quern).
+  run_result caf_relay() {
+    try {
+      child sink{"caf-sink", with({"--role", "caf-sink"}), deadline_};
+      auto sink_address = "127.0.0.1:" + sink.expect("port").at("port");
+      child relay{"caf-relay", with({"--role", "caf-relay", "--address", sink_address}),
+                  deadline_, true};
+      auto address = "127.0.0.1:" + relay.expect("port", {&sink}).at("port");
+      child source{"caf-source", with({"--role", "caf-source", "--address", address}),
+                   deadline_};
+      auto so = source.expect("caf-source", {&sink, &relay});
+      source.wait();
+      auto si = sink.expect("caf-sink", {&relay});
+      sink.wait();
+      relay.close_stdin();
+      auto re = relay.expect("caf-relay");
+      relay.wait();
+      check_rows(si, false);
+      run_result r;
+      r.seconds = seconds_between(so, si);
+      note(r, "caf-source", so);
+      note(r, "caf-relay", re);
+      note(r, "caf-sink", si);
+      return r;
+    } catch (const std::exception& e) {
+      throw run_failure(std::string("CAF relay run: ") + e.what());
+    }
+  }
+
   /// The same batches (rows) through a queue of one process, thread to thread.
   run_result inproc(bool single) {
     auto mode = single ? "single" : "batch";
@@ -958,7 +1144,8 @@ int parent(const params& p) {
       {"inproc batches", [&] { return run.inproc(false); }, {}},
       {"raw relay batches", [&] { return run.raw_relay(); }, {}},
       {"remote TLS batches", [&] { return run.remote(false, tls_dir); }, {}},
-      {"remote keyed batches", [&] { return run.remote(false, "", true); }, {}}};
+      {"remote keyed batches", [&] { return run.remote(false, "", true); }, {}},
+      {"caf relay batches", [&] { return run.caf_relay(); }, {}}};
   std::vector<scenario> singles{{"remote singles", [&] { return run.remote(true); }, {}},
                                 {"inproc singles", [&] { return run.inproc(true); }, {}}};
   auto wanted = [&](const scenario& sc) {
@@ -994,6 +1181,8 @@ int parent(const params& p) {
     ratio(batches[4], batches[1]);
     ratio(batches[5], batches[0]);
     ratio(batches[5], batches[1]);
+    ratio(batches[6], batches[0]);
+    ratio(batches[1], batches[6]);
     ratio(singles[0], singles[1]);
   }
   auto secs = [](const std::vector<run_result>& rs) {
@@ -1014,7 +1203,8 @@ int parent(const params& p) {
                           "quern in-process, thread to thread",
                           "raw TCP, source -> relay process -> sink",
                           "quern remote over TLS (mutual)",
-                          "quern remote, remote_producer (stored once)"};
+                          "quern remote, remote_producer (stored once)",
+                          "CAF alone, source -> relay actor -> sink"};
   for (size_t i = 0; i < batches.size(); ++i)
     if (!batches[i].results.empty())
       std::printf("  %-42s %10.0f %14.0f\n", labels[i],
@@ -1028,6 +1218,8 @@ int parent(const params& p) {
   print_ratio("quern remote over TLS / without TLS", "remote TLS batches/remote batches");
   print_ratio("remote_producer / raw socket", "remote keyed batches/raw batches");
   print_ratio("remote_producer / queue_writer", "remote keyed batches/remote batches");
+  print_ratio("CAF alone / raw socket", "caf relay batches/raw batches");
+  print_ratio("quern remote / CAF alone", "remote batches/caf relay batches");
   if (tls_dir.empty())
     std::printf("  quern remote over TLS: not run, %s\n", why_no_tls.c_str());
   std::printf("\n%-44s %10s %14s\n", "single rows (streamed)", "", "rows/s");
@@ -1110,7 +1302,7 @@ int main(int argc, char** argv) {
       "only", po::value<std::string>(&p.only)->default_value(""),
       "run only the scenarios whose name contains this text: raw batches, remote "
       "batches, inproc batches, raw relay batches, remote TLS batches, remote keyed "
-      "batches, remote singles, inproc singles "
+      "batches, caf relay batches, remote singles, inproc singles "
       "(e.g. \"remote\")")(
       "timeout", po::value<double>(&p.timeout)->default_value(p.timeout),
       "seconds the whole run may take; processes still running then are killed");
@@ -1177,6 +1369,12 @@ int main(int argc, char** argv) {
       return raw_source(p, address);
     if (role == "inproc")
       return inproc(p, single);
+    if (role == "caf-sink")
+      return caf_sink(p);
+    if (role == "caf-relay")
+      return caf_relay(p, address);
+    if (role == "caf-source")
+      return caf_source(p, address);
     std::cerr << program << ": unknown --role '" << role << "'\n";
     return 2;
   } catch (const op_error& e) {

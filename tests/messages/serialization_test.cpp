@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -100,6 +101,40 @@ TEST_CASE("a corrupt tensor on the wire is refused with a named error",
   REQUIRE(err);
   CHECK(is(err, error_code::invalid_argument));
   CHECK(message_of(err) == "corrupt tensor: 3 bytes for 2 values of dtype int64");
+}
+
+TEST_CASE("tensor bytes that claim more than the message holds are refused before "
+          "anything is allocated",
+          "[serialization]") {
+  detail::tensor_wire w;
+  w.type = 9; // int64
+  w.shape = tensor_shape{2};
+  std::vector<unsigned char> bytes(16, 0xab);
+  w.bytes.assign(bytes.data(), bytes.data() + bytes.size());
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  REQUIRE_FALSE(sink(w));
+  // The block's length (16, one byte) comes right before its bytes.
+  auto at = std::search(
+      buf.begin(), buf.end(), bytes.begin(), bytes.end(),
+      [](char c, unsigned char b) { return static_cast<unsigned char>(c) == b; });
+  REQUIRE(at != buf.begin());
+  REQUIRE(*(at - 1) == 16);
+  SECTION("cut short") {
+    buf.resize(buf.size() - 9);
+  }
+  SECTION("a length of 4 GiB") {
+    // 2^32 - 1 as CAF's variable-length integer.
+    auto len = at - 1 - buf.begin();
+    buf.erase(buf.begin() + len);
+    const char huge[] = {'\xff', '\xff', '\xff', '\xff', '\x0f'};
+    buf.insert(buf.begin() + len, huge, huge + 5);
+  }
+  tensor t;
+  caf::binary_deserializer source{nullptr, buf};
+  auto err = source(t);
+  REQUIRE(err);
+  CHECK(err == caf::sec::end_of_stream);
 }
 
 TEST_CASE("summary values of every kind round-trip, and a corrupt kind is an error",
