@@ -967,59 +967,49 @@ public:
   }
 
   /// The same bytes through a relay process: two hops, as quern's.
-  run_result raw_relay() {
-    try {
-      child sink{"raw-sink", with({"--role", "raw-sink"}), deadline_};
-      auto sink_address = "127.0.0.1:" + sink.expect("port").at("port");
-      child relay{"raw-relay", with({"--role", "raw-relay", "--address", sink_address}),
-                  deadline_};
-      auto address = "127.0.0.1:" + relay.expect("port", {&sink}).at("port");
-      child source{"raw-source", with({"--role", "raw-source", "--address", address}),
-                   deadline_};
-      auto so = source.expect("raw-source", {&sink, &relay});
-      source.wait();
-      auto re = relay.expect("raw-relay", {&sink});
-      relay.wait();
-      auto si = sink.expect("raw-sink");
-      sink.wait();
-      check_rows(si, false);
-      run_result r;
-      r.seconds = seconds_between(so, si);
-      note(r, "raw-source", so);
-      note(r, "raw-relay", re);
-      note(r, "raw-sink", si);
-      return r;
-    } catch (const std::exception& e) {
-      throw run_failure(std::string("raw socket relay run: ") + e.what());
-    }
-  }
+  run_result raw_relay() { return three_hops("raw", false, "raw socket relay run: "); }
 
   /// The same batches through CAF alone (three processes, no quern).
-  run_result caf_relay() {
+  run_result caf_relay() { return three_hops("caf", true, "CAF relay run: "); }
+
+  /// Roles `<kind>-source` -> `<kind>-relay` -> `<kind>-sink`, each in a
+  /// process. A relay that serves until its stdin closes (`relay_serves`)
+  /// is told to end once the sink has every row; another ends with its
+  /// source's connection.
+  run_result three_hops(const std::string& kind, bool relay_serves, const char* what) {
     try {
-      child sink{"caf-sink", with({"--role", "caf-sink"}), deadline_};
+      child sink{kind + "-sink", with({"--role", kind + "-sink"}), deadline_};
       auto sink_address = "127.0.0.1:" + sink.expect("port").at("port");
-      child relay{"caf-relay", with({"--role", "caf-relay", "--address", sink_address}),
-                  deadline_, true};
+      child relay{kind + "-relay",
+                  with({"--role", kind + "-relay", "--address", sink_address}), deadline_,
+                  relay_serves};
       auto address = "127.0.0.1:" + relay.expect("port", {&sink}).at("port");
-      child source{"caf-source", with({"--role", "caf-source", "--address", address}),
-                   deadline_};
-      auto so = source.expect("caf-source", {&sink, &relay});
+      child source{kind + "-source",
+                   with({"--role", kind + "-source", "--address", address}), deadline_};
+      auto so = source.expect(kind + "-source", {&sink, &relay});
       source.wait();
-      auto si = sink.expect("caf-sink", {&relay});
+      std::map<std::string, std::string> re;
+      if (!relay_serves) {
+        re = relay.expect(kind + "-relay", {&sink});
+        relay.wait();
+      }
+      auto si = sink.expect(kind + "-sink", relay_serves ? std::vector<child*>{&relay}
+                                                         : std::vector<child*>{});
       sink.wait();
-      relay.close_stdin();
-      auto re = relay.expect("caf-relay");
-      relay.wait();
+      if (relay_serves) {
+        relay.close_stdin();
+        re = relay.expect(kind + "-relay");
+        relay.wait();
+      }
       check_rows(si, false);
       run_result r;
       r.seconds = seconds_between(so, si);
-      note(r, "caf-source", so);
-      note(r, "caf-relay", re);
-      note(r, "caf-sink", si);
+      note(r, kind + "-source", so);
+      note(r, kind + "-relay", re);
+      note(r, kind + "-sink", si);
       return r;
     } catch (const std::exception& e) {
-      throw run_failure(std::string("CAF relay run: ") + e.what());
+      throw run_failure(what + std::string(e.what()));
     }
   }
 

@@ -235,6 +235,14 @@ struct remote_producer::impl {
     while (!flight.empty())
       settle_oldest();
   }
+
+  // A call's turn (threads take turns); refused once the producer gave up.
+  std::unique_lock<std::mutex> take_turn() {
+    std::unique_lock<std::mutex> turn{mtx};
+    if (!gave_up.empty())
+      throw failed_precondition_error(gave_up);
+    return turn;
+  }
 };
 
 remote_producer::remote_producer(caf::actor_system& sys, std::string address,
@@ -270,9 +278,7 @@ uint64_t remote_producer::resumed_after() const {
 void remote_producer::enqueue_many(const element& batch,
                                    std::chrono::nanoseconds timeout) {
   auto& d = *impl_;
-  std::lock_guard<std::mutex> guard{d.mtx};
-  if (!d.gave_up.empty())
-    throw failed_precondition_error(d.gave_up);
+  auto turn = d.take_turn();
   // Pushed batches go first, and their error before this batch is sent.
   d.settle_all();
   d.rethrow_first();
@@ -303,9 +309,7 @@ void remote_producer::enqueue_many(const element& batch,
 
 void remote_producer::push_batch(element batch, std::chrono::nanoseconds timeout) {
   auto& d = *impl_;
-  std::lock_guard<std::mutex> guard{d.mtx};
-  if (!d.gave_up.empty())
-    throw failed_precondition_error(d.gave_up);
+  auto turn = d.take_turn();
   d.rethrow_first();
   while (d.flight.size() >= d.opts.window)
     d.settle_oldest();
@@ -318,9 +322,7 @@ void remote_producer::push_batch(element batch, std::chrono::nanoseconds timeout
 
 void remote_producer::flush() {
   auto& d = *impl_;
-  std::lock_guard<std::mutex> guard{d.mtx};
-  if (!d.gave_up.empty())
-    throw failed_precondition_error(d.gave_up);
+  auto turn = d.take_turn();
   d.settle_all();
   d.rethrow_first();
 }

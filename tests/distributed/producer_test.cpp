@@ -3,6 +3,7 @@
 // the host's queue 'rows' while the host freezes or the producer is killed
 // and started again; a consumer then takes every row exactly once.
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <set>
 #include <thread>
@@ -54,6 +55,30 @@ void require_taken_once(const std::string& consumer_out, int64_t id, int64_t cou
   std::multiset<int64_t> took(got.begin(), got.end());
   CHECK(took.size() == static_cast<size_t>(count));
   CHECK(took == rows_made(id, count));
+}
+
+// The host was killed with batch 2 of producer 'p' (a retry_for of 1 s) on
+// its way: `sends` gives up, naming the producer, the queue, the address and
+// the last error, and `next`, a later call, is refused: only the queue knows
+// what became of batch 2.
+void require_gives_up(const host_process& host, const std::function<void()>& sends,
+                      const std::function<void()>& next) {
+  try {
+    sends();
+    FAIL("a batch was stored with its node gone");
+  } catch (const quern::unavailable_error& e) {
+    std::string text = e.what();
+    CHECK(contains(text, "producer 'p' of queue 'rows' on " + host.address +
+                             " found the node lost for 1 s while sending its batch 2"));
+    CHECK(contains(text, "last: "));
+  }
+  try {
+    next();
+    FAIL("a producer that gave up took another batch");
+  } catch (const quern::failed_precondition_error& e) {
+    CHECK(contains(e.what(), "gave up on its batch 2"));
+    CHECK(contains(e.what(), "resumed_after"));
+  }
 }
 
 } // namespace
@@ -179,25 +204,8 @@ TEST_CASE("distributed remote_producer errors: no name, and a node lost for retr
   producer.enqueue_many(batch);
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
-  // The node is gone for good: after retry_for the call gives up, naming the
-  // producer, the queue, the address and the last error.
-  try {
-    producer.enqueue_many(batch);
-    FAIL("a batch was stored with its node gone");
-  } catch (const quern::unavailable_error& e) {
-    std::string text = e.what();
-    CHECK(contains(text, "producer 'p' of queue 'rows' on " + host.address +
-                             " found the node lost for 1 s while sending its batch 2"));
-    CHECK(contains(text, "last: "));
-  }
-  // It refuses every later call: only the queue knows what became of batch 2.
-  try {
-    producer.enqueue_many(batch);
-    FAIL("a producer that gave up took another batch");
-  } catch (const quern::failed_precondition_error& e) {
-    CHECK(contains(e.what(), "gave up on its batch 2"));
-    CHECK(contains(e.what(), "resumed_after"));
-  }
+  require_gives_up(
+      host, [&] { producer.enqueue_many(batch); }, [&] { producer.enqueue_many(batch); });
 }
 
 TEST_CASE("distributed remote_producer push_batch errors: a window out of range, and a "
@@ -224,22 +232,8 @@ TEST_CASE("distributed remote_producer push_batch errors: a window out of range,
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
   producer.push_batch(batch); // sent: its loss is learnt from its answer
-  try {
-    producer.flush();
-    FAIL("a batch was stored with its node gone");
-  } catch (const quern::unavailable_error& e) {
-    std::string text = e.what();
-    CHECK(contains(text, "producer 'p' of queue 'rows' on " + host.address +
-                             " found the node lost for 1 s while sending its batch 2"));
-    CHECK(contains(text, "last: "));
-  }
-  try {
-    producer.push_batch(batch);
-    FAIL("a producer that gave up took another batch");
-  } catch (const quern::failed_precondition_error& e) {
-    CHECK(contains(e.what(), "gave up on its batch 2"));
-    CHECK(contains(e.what(), "resumed_after"));
-  }
+  require_gives_up(
+      host, [&] { producer.flush(); }, [&] { producer.push_batch(batch); });
   CHECK(producer.stored() == 1);
 }
 
@@ -259,7 +253,7 @@ TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch
   producer.push_batch(batch); // the window is full: waits for batch 1's answer
   CHECK_THROWS_AS(producer.flush(), quern::cancelled_error); // batch 2's
   CHECK(producer.stored() == 1);
-  producer.flush(); // the first error is thrown once (batch 3 was refused too)
+  producer.flush();           // the first error is thrown once (batch 3 was refused too)
   producer.push_batch(batch); // batch 4, refused in turn
   CHECK_THROWS_AS(producer.flush(), quern::cancelled_error);
   CHECK(producer.stored() == 1);
