@@ -323,6 +323,13 @@ std::unique_ptr<remote_config> remote_config_of(const params& p) {
   return cfg;
 }
 
+/// Waits until the parent closes stdin (or dies).
+void until_stdin_closes() {
+  char buf[64];
+  while (::read(0, buf, sizeof buf) > 0) {
+  }
+}
+
 int host(const params& p) {
   auto cfg = remote_config_of(p);
   actor_system sys{*cfg};
@@ -331,9 +338,7 @@ int host(const params& p) {
   auto cpu0 = cpu_seconds();
   report("port", {{"port", std::to_string(srv.port())}});
   // Until the parent closes the pipe (or dies): the host never outlives it.
-  char buf[64];
-  while (::read(0, buf, sizeof buf) > 0) {
-  }
+  until_stdin_closes();
   auto u = usage(cpu0);
   srv.stop();
   report("host", u);
@@ -614,13 +619,6 @@ uint16_t caf_publish(caf::actor_system& sys, const caf::actor& a) {
   if (!port)
     throw std::runtime_error("cannot publish: " + sys.render(port.error()));
   return *port;
-}
-
-/// Waits until the parent closes stdin (or dies).
-void until_stdin_closes() {
-  char buf[64];
-  while (::read(0, buf, sizeof buf) > 0) {
-  }
 }
 
 /// An actor that checks each batch (the three columns end to end in one byte
