@@ -353,7 +353,7 @@ public:
   /// earlier batch (cancelled_error, deadline_exceeded_error, ...) is thrown
   /// by the next push_batch(), enqueue_many() or flush(), that earlier batch
   /// being done with, and the batch of a call that throws is not sent; the
-  /// first such error is thrown once (stored() counts the batches stored). Call
+  /// first such error is thrown once (stored() and refused() count them all). Call
   /// flush() before the producer goes: one destroyed with batches in flight
   /// does not wait, and they may or may not be stored (a producer started
   /// later under the name learns which from the queue).
@@ -364,6 +364,12 @@ public:
   /// Batches this producer stored and the queue confirmed (not counting
   /// resumed_after()).
   uint64_t stored() const;
+  /// Batches the queue answered with an error (cancelled_error on a closed
+  /// queue, deadline_exceeded_error, ...; rows stored before stay stored):
+  /// each is done with. Once flush() returned or threw, every batch sent is
+  /// counted in stored() or refused(), but when the producer gave up: the
+  /// batches then in flight are named by its error.
+  uint64_t refused() const;
   /// Times the node was found lost and connected again.
   uint64_t reconnections() const;
 

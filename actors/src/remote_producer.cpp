@@ -38,6 +38,7 @@ struct remote_producer::impl {
   uint64_t next_attempt = 1;
   // Read without the lock: a call may wait long for room.
   std::atomic<uint64_t> stored{0};
+  std::atomic<uint64_t> refused{0}; // answered with an error
   std::atomic<uint64_t> reconnections{0};
   std::string gave_up; // why later calls are refused, once it gave up
 
@@ -149,7 +150,10 @@ struct remote_producer::impl {
     return false;
   }
 
+  // The queue answered a batch with `err`: it is done with, and the first
+  // such error is thrown by the next call.
   void keep_first(const caf::error& err) {
+    ++refused;
     if (first_error)
       return;
     try {
@@ -301,6 +305,7 @@ void remote_producer::enqueue_many(const element& batch,
     throw;
   } catch (...) {
     ++d.next_batch; // the queue answered: the batch is done with
+    ++d.refused;
     throw;
   }
   ++d.next_batch;
@@ -329,6 +334,10 @@ void remote_producer::flush() {
 
 uint64_t remote_producer::stored() const {
   return impl_->stored;
+}
+
+uint64_t remote_producer::refused() const {
+  return impl_->refused;
 }
 
 uint64_t remote_producer::reconnections() const {

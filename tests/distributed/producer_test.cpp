@@ -238,7 +238,7 @@ TEST_CASE("distributed remote_producer push_batch errors: a window out of range,
 }
 
 TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch is "
-          "thrown by the next call") {
+          "thrown by the next call, and every batch is counted") {
   scratch_dir dir;
   auto host = start_host(dir);
   test_peer peer{host.address};
@@ -253,8 +253,11 @@ TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch
   producer.push_batch(batch); // the window is full: waits for batch 1's answer
   CHECK_THROWS_AS(producer.flush(), quern::cancelled_error); // batch 2's
   CHECK(producer.stored() == 1);
+  CHECK(producer.refused() == 2);
   producer.flush();           // the first error is thrown once (batch 3 was refused too)
   producer.push_batch(batch); // batch 4, refused in turn
   CHECK_THROWS_AS(producer.flush(), quern::cancelled_error);
+  CHECK_THROWS_AS(producer.enqueue_many(batch), quern::cancelled_error); // batch 5
   CHECK(producer.stored() == 1);
+  CHECK(producer.refused() == 4);
 }
