@@ -141,29 +141,29 @@ void queue_core::unpull(const caf::actor_addr& client) {
 }
 
 void queue_core::unpush(const caf::actor_addr& client) {
-  for (auto i = enqueues_.begin(); i != enqueues_.end();) {
-    if (i->client == client && i->what == enqueue_attempt::op::push) {
-      // Rows already stored stay stored; the producer learns how many.
-      i->fail(self_, cancelled_enqueue());
-      i = enqueues_.erase(i);
-    } else {
-      ++i;
-    }
-  }
+  // The producer learns how many of each push's rows were stored.
+  fail_waiting_enqueues(
+      [&](const enqueue_attempt& a) {
+        return a.client == client && a.what == enqueue_attempt::op::push;
+      },
+      [](const enqueue_attempt&) { return cancelled_enqueue(); });
   flush();
 }
 
-template <class Pred>
-bool queue_core::fail_waiting_enqueue(Pred is_it, caf::error err) {
-  for (auto i = enqueues_.begin(); i != enqueues_.end(); ++i) {
-    if (is_it(*i)) {
-      // rows already stored stay stored.
-      i->fail(self_, std::move(err));
-      enqueues_.erase(i);
-      return true;
+template <class Pred, class Why>
+size_t queue_core::fail_waiting_enqueues(Pred is_it, Why why) {
+  size_t failed = 0;
+  for (auto i = enqueues_.begin(); i != enqueues_.end();) {
+    if (!is_it(*i)) {
+      ++i;
+      continue;
     }
+    // rows already stored stay stored.
+    i->fail(self_, why(*i));
+    i = enqueues_.erase(i);
+    ++failed;
   }
-  return false;
+  return failed;
 }
 
 size_t queue_core::waiting(const keyed_mark* m) const {
@@ -181,20 +181,13 @@ bool queue_core::waiting(const keyed_mark* m, uint64_t number) const {
 void queue_core::withdraw(const keyed_mark* m,
                           const std::function<caf::error(uint64_t)>& why) {
   // No flush: the retry is added next, which flushes.
-  for (auto i = enqueues_.begin(); i != enqueues_.end();) {
-    if (i->mark != m) {
-      ++i;
-      continue;
-    }
-    // rows already stored stay stored.
-    i->fail(self_, why(i->keyed_number));
-    i = enqueues_.erase(i);
-  }
+  fail_waiting_enqueues([m](const enqueue_attempt& a) { return a.mark == m; },
+                        [&](const enqueue_attempt& a) { return why(a.keyed_number); });
 }
 
 void queue_core::expire(uint64_t id) {
-  if (fail_waiting_enqueue([id](const enqueue_attempt& a) { return a.id == id; },
-                           timed_out())) {
+  if (fail_waiting_enqueues([id](const enqueue_attempt& a) { return a.id == id; },
+                            [](const enqueue_attempt&) { return timed_out(); }) > 0) {
     flush();
     return;
   }

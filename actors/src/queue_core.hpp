@@ -92,10 +92,11 @@ public:
 
 private:
   void flush();
-  /// Fails the first waiting enqueue-side attempt that `is_it` picks with
-  /// `err` (without a flush); returns whether there was one.
-  template <class Pred>
-  bool fail_waiting_enqueue(Pred is_it, caf::error err);
+  /// Fails every waiting enqueue-side attempt that `is_it` picks with
+  /// `why(attempt)` (without a flush); rows stored stay stored. Returns how
+  /// many there were.
+  template <class Pred, class Why>
+  size_t fail_waiting_enqueues(Pred is_it, Why why);
   /// Serves a line from its head while its attempts complete; returns
   /// whether anything moved.
   template <class Attempts>
