@@ -146,12 +146,17 @@ struct columns {
   explicit columns(size_t rows) : x1(rows), x2(rows), y(rows) {}
 };
 
-void fill(columns& c, int64_t batch) {
-  for (size_t r = 0; r < c.x1.size(); ++r) {
-    c.x1[r] = static_cast<float>(batch);
-    c.x2[r] = static_cast<float>(r);
-    c.y[r] = -static_cast<float>(r);
+/// Row r of `batch` is (batch, r, -r), in three columns of `rows` floats.
+void fill(float* x1, float* x2, float* y, size_t rows, int64_t batch) {
+  for (size_t r = 0; r < rows; ++r) {
+    x1[r] = static_cast<float>(batch);
+    x2[r] = static_cast<float>(r);
+    y[r] = -static_cast<float>(r);
   }
+}
+
+void fill(columns& c, int64_t batch) {
+  fill(c.x1.data(), c.x2.data(), c.y.data(), c.x1.size(), batch);
 }
 
 /// Follows the rows a consumer takes: each must be the next of the run.
@@ -606,9 +611,8 @@ struct caf_config : caf::actor_system_config {
 };
 
 caf::actor caf_connect(caf::actor_system& sys, const std::string& address) {
-  auto colon = address.rfind(':');
-  auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
-  auto a = sys.middleman().remote_actor(address.substr(0, colon), port);
+  auto [host, port] = detail::parse_address(address);
+  auto a = sys.middleman().remote_actor(host, port);
   if (!a)
     throw std::runtime_error("cannot reach " + address + ": " + sys.render(a.error()));
   return *a;
@@ -714,11 +718,7 @@ int caf_source(const params& p, const std::string& address) {
       take_answer();
     std::vector<char> bytes(3 * rows * sizeof(float));
     auto f = reinterpret_cast<float*>(bytes.data());
-    for (size_t r = 0; r < rows; ++r) {
-      f[r] = static_cast<float>(b);
-      f[rows + r] = static_cast<float>(r);
-      f[2 * rows + r] = -static_cast<float>(r);
-    }
+    fill(f, f + rows, f + 2 * rows, rows, b);
     waiting.push_back(self->request(relay, caf::infinite, caf_batch_atom::value,
                                     static_cast<uint64_t>(b), std::move(bytes)));
   }

@@ -127,12 +127,14 @@ producer_marks::admit(queue_core& q, const batch_key& key, element& batch,
                             std::to_string(key.attempt) + " replaces");
     });
   }
-  m.attempt = std::max(m.attempt, key.attempt);
+  // refusal() let no lower attempt through, nor a new batch at or below the
+  // last one.
+  m.attempt = key.attempt;
   auto& b = m.recent[key.batch];
   if (!r) {
     b.rows = rows;
     b.digest = digest;
-    m.last = std::max(m.last, key.batch);
+    m.last = key.batch;
   }
   b.attempt = key.attempt;
   if (r && b.stored == b.rows && b.rows > 0) {

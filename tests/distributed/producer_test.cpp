@@ -81,6 +81,12 @@ void require_gives_up(const host_process& host, const std::function<void()>& sen
   }
 }
 
+// A batch of one int64 row, `v`.
+quern::element one_row_batch(int64_t v) {
+  return quern::element{
+      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{v})};
+}
+
 } // namespace
 
 TEST_CASE("distributed a remote_producer whose host froze with a batch half stored "
@@ -199,8 +205,7 @@ TEST_CASE("distributed remote_producer errors: no name, and a node lost for retr
   opts.connect.timeout = std::chrono::milliseconds{500};
   opts.retry_for = std::chrono::seconds{1};
   quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
-  auto batch = quern::element{
-      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  auto batch = one_row_batch(7);
   producer.enqueue_many(batch);
   host.proc->signal(SIGKILL);
   require_exit(*host.proc, 128 + SIGKILL);
@@ -224,8 +229,7 @@ TEST_CASE("distributed remote_producer push_batch errors: a window out of range,
   opts.connect.timeout = std::chrono::milliseconds{500};
   opts.retry_for = std::chrono::seconds{1};
   quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
-  auto batch = quern::element{
-      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  auto batch = one_row_batch(7);
   producer.push_batch(batch);
   producer.flush();
   CHECK(producer.stored() == 1);
@@ -245,8 +249,7 @@ TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch
   quern::remote_producer_options opts;
   opts.window = 2;
   quern::remote_producer producer{peer.sys, host.address, "rows", "p", opts};
-  auto batch = quern::element{
-      quern::tensor::from_values(quern::tensor_shape{1}, std::vector<int64_t>{7})};
+  auto batch = one_row_batch(7);
   producer.push_batch(batch);
   quern::blocking_queue{peer.sys, peer.node.queue("rows")}.close();
   producer.push_batch(batch); // refused by the closed queue
