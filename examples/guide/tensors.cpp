@@ -20,6 +20,13 @@ int main(int argc, char** argv) {
   tensor pixels = tensor::from_values(quern::tensor_shape{2, 3},
                                       std::vector<uint8_t>{0, 1, 2, 3, 4, 5}); // [2,3]
   tensor words = tensor::vector<std::string>({"queue", "runner"}); // string, [2]
+  // build writes the values in place, with no vector in between: how a
+  // producer makes its batches on a hot path.
+  tensor squares =
+      tensor::build<int64_t>(quern::tensor_shape{4}, [](int64_t* v, size_t n) {
+        for (size_t i = 0; i < n; ++i)
+          v[i] = static_cast<int64_t>(i * i);
+      });
 
   std::cout << "loss " << loss.scalar_value<float>() << ", dtype "
             << quern::dtype_name(loss.type()) << ", shape " << loss.shape().to_string()
@@ -32,6 +39,7 @@ int main(int argc, char** argv) {
     sum += id;
   std::cout << "sum of ids " << sum << ", second word " << words.values<std::string>()[1]
             << "\n";
+  std::cout << "squares " << squares.to_string() << "\n";
 
   // An element is one entry of a queue: a tuple of tensors, one per component.
   quern::actor_system sys{cfg};

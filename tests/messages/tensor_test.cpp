@@ -38,6 +38,36 @@ TEST_CASE("from_values checks the value count against the shape", "[tensor]") {
   CHECK(t.to_string(3) == "float[2,3]{1, 2, 3, ...}");
 }
 
+TEST_CASE("build writes a tensor's values in place", "[tensor]") {
+  size_t seen = 0;
+  auto t = tensor::build<float>({2, 3}, [&](float* v, size_t n) {
+    seen = n;
+    for (size_t i = 0; i < n; ++i) {
+      CHECK(v[i] == 0.0f); // zero when fill starts
+      v[i] = static_cast<float>(i) + 0.5f;
+    }
+  });
+  CHECK(seen == 6);
+  CHECK(t.type() == dtype::float32);
+  CHECK(t == tensor::from_values<float>({2, 3}, {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
+  CHECK(t.row(1).to_vector<float>() == std::vector<float>{3.5f, 4.5f, 5.5f});
+
+  auto s = tensor::build<int64_t>(tensor_shape{}, [](int64_t* v, size_t n) {
+    CHECK(n == 1);
+    *v = 7;
+  });
+  CHECK(s == tensor::scalar(int64_t{7}));
+
+  auto empty = tensor::build<double>({0, 4}, [](double*, size_t n) { CHECK(n == 0); });
+  CHECK(empty.shape() == tensor_shape{0, 4});
+
+  bool called = false;
+  CHECK_THROWS_WITH(
+      tensor::build<float>(tensor_shape{-1, 3}, [&](float*, size_t) { called = true; }),
+      "a tensor needs a fully defined shape, got [?,3]");
+  CHECK_FALSE(called);
+}
+
 TEST_CASE("copies and row views share the buffer", "[tensor]") {
   auto t = tensor::from_values<int64_t>({3, 2}, {1, 2, 3, 4, 5, 6});
   auto copy = t;
