@@ -156,17 +156,17 @@ double run_actor_batch(caf::actor_system& sys, const params& p, int producers,
       [&](int i) {
         queue_writer w{sys, q,
                        p.batch_window ? p.batch_window : static_cast<size_t>(p.capacity)};
-        std::vector<int64_t> rows;
-        for (int64_t v = i; v < p.elements; v += producers) {
-          rows.push_back(v);
-          if (static_cast<int32_t>(rows.size()) == p.batch) {
-            w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
-            rows.clear();
-            rows.reserve(static_cast<size_t>(p.batch)); // as moodycamel's reuses its own
-          }
+        // Producer i's rows are i, i + P, i + 2P, ...; each batch is
+        // written straight into its tensor's buffer (tensor::build).
+        auto step = static_cast<int64_t>(producers);
+        for (int64_t first = i; first < p.elements; first += step * p.batch) {
+          auto n = std::min<int64_t>(p.batch, (p.elements - first + step - 1) / step);
+          w.push_batch(element{
+              tensor::build<int64_t>(tensor_shape{n}, [&](int64_t* v, size_t count) {
+                for (size_t k = 0; k < count; ++k)
+                  v[k] = first + step * static_cast<int64_t>(k);
+              })});
         }
-        if (!rows.empty())
-          w.push_batch(element{tensor::vector<int64_t>(std::move(rows))});
         w.flush();
       },
       [&] {
@@ -267,13 +267,19 @@ int64_t flagship_batches(const params& p) {
 
 /// Batch `b` of the flagship scenario as quern's element of three columns.
 element flagship_batch(const params& p, int64_t b) {
-  std::vector<float> x1(static_cast<size_t>(p.flagship_rows));
-  std::vector<float> x2(x1.size(), 0.5f), y(x1.size(), 1.5f);
-  for (size_t k = 0; k < x1.size(); ++k)
-    x1[k] = static_cast<float>(b * p.flagship_rows + static_cast<int64_t>(k));
-  return element{tensor::vector<float>(std::move(x1)),
-                 tensor::vector<float>(std::move(x2)),
-                 tensor::vector<float>(std::move(y))};
+  tensor_shape shape{p.flagship_rows};
+  auto constant = [](float value) {
+    return [value](float* v, size_t n) { std::fill(v, v + n, value); };
+  };
+  return element{tensor::build<float>(shape,
+                                      [&](float* v, size_t n) {
+                                        for (size_t k = 0; k < n; ++k)
+                                          v[k] =
+                                              static_cast<float>(b * p.flagship_rows +
+                                                                 static_cast<int64_t>(k));
+                                      }),
+                 tensor::build<float>(shape, constant(0.5f)),
+                 tensor::build<float>(shape, constant(1.5f))};
 }
 
 /// The sum of the row indices (column x1) of a flagship batch.
