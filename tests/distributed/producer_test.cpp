@@ -2,12 +2,16 @@
 // batches): node.cpp's produce-keyed role stores rows in batches of 5 into
 // the host's queue 'rows' while the host freezes or the producer is killed
 // and started again; a consumer then takes every row exactly once.
+#include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -192,6 +196,73 @@ TEST_CASE("distributed one remote_producer shared by two threads stores each of 
   made.insert(theirs.begin(), theirs.end());
   CHECK(took == made);
   CHECK(q.size() == 0);
+}
+
+TEST_CASE("distributed one remote_producer's push_batch shared by four threads through a "
+          "frozen host stores each batch once, each thread's in order") {
+  // The queue (capacity 100, no consumer yet) fills, and the threads' next
+  // batches wait for room, up to the window, while the host is frozen
+  // (SIGSTOP): the producer finds the node lost, connects again once the
+  // host wakes, and sends every unanswered batch again, whichever thread
+  // pushed it.
+  constexpr int64_t threads = 4, batches = 50, rows = 5;
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=100"});
+  test_peer peer{host.address};
+  quern::remote_producer_options opts;
+  opts.connect.timeout = std::chrono::milliseconds{1000};
+  std::atomic<int> retries{0};
+  opts.on_retry = [&retries](const std::string&) { ++retries; };
+  quern::remote_producer producer{peer.sys, host.address, "rows", "shared", opts};
+  std::vector<std::exception_ptr> failed(threads);
+  auto feed = [&](int64_t id) {
+    try {
+      for (int64_t b = 0; b < batches; ++b)
+        producer.push_batch(quern::element{quern::tensor::build<int64_t>(
+            quern::tensor_shape{rows}, [&](int64_t* v, size_t n) {
+              for (size_t r = 0; r < n; ++r)
+                v[r] = id * 1000000 + b * rows + static_cast<int64_t>(r);
+            })});
+    } catch (...) {
+      failed[static_cast<size_t>(id - 1)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> feeders;
+  for (int64_t id = 1; id <= threads; ++id)
+    feeders.emplace_back(feed, id);
+  require_queue_size(host, 100);
+  host.proc->signal(SIGSTOP);
+  // The node lost, then a connection that the sleeping host never answers.
+  bool retrying = eventually(start_limit, [&] { return retries >= 2; });
+  host.proc->signal(SIGCONT);
+  REQUIRE(retrying);
+  test_peer consumer{host.address};
+  quern::blocking_queue q{consumer.sys, consumer.node.queue("rows")};
+  std::vector<int64_t> took;
+  for (int64_t i = 0; i < threads * batches * rows; ++i)
+    took.push_back(q.dequeue(std::chrono::seconds{60})[0].scalar_value<int64_t>());
+  for (auto& f : feeders)
+    f.join();
+  for (auto& e : failed)
+    if (e)
+      std::rethrow_exception(e);
+  producer.flush();
+  CHECK(producer.stored() == static_cast<uint64_t>(threads * batches));
+  CHECK(producer.refused() == 0);
+  CHECK(producer.reconnections() >= 1);
+  CHECK(q.size() == 0);
+  std::multiset<int64_t> made;
+  for (int64_t id = 1; id <= threads; ++id) {
+    auto theirs = rows_made(id, batches * rows);
+    made.insert(theirs.begin(), theirs.end());
+    // Each thread's rows come in the order it pushed them.
+    std::vector<int64_t> own;
+    for (auto v : took)
+      if (v / 1000000 == id)
+        own.push_back(v);
+    CHECK(std::is_sorted(own.begin(), own.end()));
+  }
+  CHECK(std::multiset<int64_t>(took.begin(), took.end()) == made);
 }
 
 TEST_CASE("distributed remote_producer errors: no name, and a node lost for retry_for") {
