@@ -1,6 +1,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,17 @@ namespace quern {
 /// A *batch* is an element whose components all carry a leading batch
 /// dimension of the same size (enqueue_many, dequeue_many).
 struct element {
-  std::vector<tensor> components;
+  /// A std::vector whose memory is recycled between threads: a row is made
+  /// by one thread and freed by another (detail/byte_pool.hpp).
+  using component_vector = std::vector<tensor, detail::recycling_allocator<tensor>>;
+  component_vector components;
 
   element() = default;
   element(std::initializer_list<tensor> cs) : components(cs) {}
-  explicit element(std::vector<tensor> cs) : components(std::move(cs)) {}
+  explicit element(component_vector cs) : components(std::move(cs)) {}
+  explicit element(std::vector<tensor> cs)
+      : components(std::make_move_iterator(cs.begin()),
+                   std::make_move_iterator(cs.end())) {}
 
   size_t size() const { return components.size(); }
   const tensor& operator[](size_t i) const { return components.at(i); }

@@ -134,4 +134,200 @@ std::size_t pool_capacity(std::size_t bytes) {
   return c < 0 ? 0 : capacity(c);
 }
 
+// -- small blocks: per-thread caches that trade batches ----------------------
+
+namespace {
+
+constexpr int small_class_count = 4; // 64, 128, 256, 512 B
+constexpr std::size_t smallest_small = 64;
+constexpr std::size_t trade_size = 32;               // blocks per batch traded
+constexpr std::size_t thread_limit = 2 * trade_size; // then trade a batch
+constexpr std::size_t thread_cap = 4 * trade_size;   // most a thread keeps
+constexpr std::size_t shared_batches = 64;           // per class
+
+int small_class_of(std::size_t bytes) noexcept {
+  int c = 0;
+  for (auto size = smallest_small; size < bytes; size <<= 1)
+    if (++c == small_class_count)
+      return -1;
+  return c;
+}
+
+std::size_t small_size(int c) noexcept {
+  return smallest_small << c;
+}
+
+struct free_block {
+  free_block* next;
+};
+
+/// Batches of trade_size blocks, each a list, shared by every thread.
+struct shared_stack {
+  std::atomic<bool> busy{false};
+  std::size_t count = 0;
+  std::array<free_block*, shared_batches> batches{};
+
+  bool try_lock() noexcept {
+    return !busy.load(std::memory_order_relaxed) &&
+           !busy.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { busy.store(false, std::memory_order_release); }
+};
+
+/// Never destroyed, like the_pool().
+std::array<shared_stack, small_class_count>& shared_stacks() {
+  static auto* s = new std::array<shared_stack, small_class_count>;
+  return *s;
+}
+
+free_block* batch_tail(free_block* b) noexcept {
+  while (b->next != nullptr)
+    b = b->next;
+  return b;
+}
+
+void delete_list(free_block* b) noexcept {
+  while (b != nullptr) {
+    auto* next = b->next;
+    ::operator delete(b);
+    b = next;
+  }
+}
+
+enum class given { kept, busy, full };
+
+/// Gives a list of trade_size blocks to the shared stack.
+given give_batch(int c, free_block* batch) noexcept {
+  auto& st = shared_stacks()[static_cast<std::size_t>(c)];
+  if (!st.try_lock())
+    return given::busy;
+  bool kept = st.count < shared_batches;
+  if (kept)
+    st.batches[st.count++] = batch;
+  st.unlock();
+  return kept ? given::kept : given::full;
+}
+
+free_block* take_batch(int c) noexcept {
+  auto& st = shared_stacks()[static_cast<std::size_t>(c)];
+  if (!st.try_lock())
+    return nullptr;
+  free_block* batch = st.count > 0 ? st.batches[--st.count] : nullptr;
+  st.unlock();
+  return batch;
+}
+
+/// A thread's freed blocks. Constant-initialized; once destroyed (thread
+/// exit) `gone` sends later frees of that thread (other thread_local
+/// destructors) straight to operator delete.
+struct thread_cache {
+  std::array<free_block*, small_class_count> head{};
+  std::array<std::size_t, small_class_count> count{};
+  bool gone = false;
+
+  ~thread_cache() {
+    for (int c = 0; c < small_class_count; ++c) {
+      auto i = static_cast<std::size_t>(c);
+      while (count[i] >= trade_size) {
+        auto* batch = detach(c, trade_size);
+        if (give_batch(c, batch) != given::kept)
+          delete_list(batch);
+      }
+      delete_list(head[i]);
+      head[i] = nullptr;
+      count[i] = 0;
+    }
+    gone = true;
+  }
+
+  /// The first n blocks of class c as a list of their own.
+  free_block* detach(int c, std::size_t n) noexcept {
+    auto i = static_cast<std::size_t>(c);
+    auto* first = head[i];
+    auto* last = first;
+    for (std::size_t k = 1; k < n; ++k)
+      last = last->next;
+    head[i] = last->next;
+    last->next = nullptr;
+    count[i] -= n;
+    return first;
+  }
+};
+
+thread_local thread_cache cache;
+
+} // namespace
+
+void* small_allocate(std::size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  return ::operator new(bytes);
+#endif
+  auto c = small_class_of(bytes);
+  if (c < 0)
+    return ::operator new(bytes);
+  auto& tc = cache;
+  auto i = static_cast<std::size_t>(c);
+  if (tc.head[i] == nullptr && !tc.gone) {
+    if (auto* batch = take_batch(c)) {
+      tc.head[i] = batch;
+      tc.count[i] = trade_size;
+    }
+  }
+  if (auto* b = tc.head[i]) {
+    tc.head[i] = b->next;
+    --tc.count[i];
+    return b;
+  }
+  return ::operator new(small_size(c));
+}
+
+void small_deallocate(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr)
+    return;
+#if defined(__SANITIZE_ADDRESS__)
+  ::operator delete(p);
+  return;
+#endif
+  auto c = small_class_of(bytes);
+  auto& tc = cache;
+  if (c < 0 || tc.gone) {
+    ::operator delete(p);
+    return;
+  }
+  auto i = static_cast<std::size_t>(c);
+  auto* b = static_cast<free_block*>(p);
+  b->next = tc.head[i];
+  tc.head[i] = b;
+  if (++tc.count[i] < thread_limit)
+    return;
+  // Trade the oldest batch; when another thread holds the stack, keep it
+  // and try again at the next free, up to thread_cap.
+  auto* batch = tc.detach(c, trade_size);
+  auto g = give_batch(c, batch);
+  if (g == given::full || (g == given::busy && tc.count[i] + trade_size >= thread_cap)) {
+    delete_list(batch);
+  } else if (g == given::busy) {
+    batch_tail(batch)->next = tc.head[i];
+    tc.head[i] = batch;
+    tc.count[i] += trade_size;
+  }
+}
+
+std::size_t small_blocks_held(std::size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  return 0;
+#endif
+  auto c = small_class_of(bytes);
+  if (c < 0)
+    return 0;
+  auto i = static_cast<std::size_t>(c);
+  auto& st = shared_stacks()[i];
+  while (!st.try_lock()) {
+    // only tests ask, while no other thread uses the class
+  }
+  auto n = st.count * trade_size;
+  st.unlock();
+  return n + cache.count[i];
+}
+
 } // namespace quern::detail

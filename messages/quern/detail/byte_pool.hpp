@@ -26,6 +26,42 @@ std::size_t pool_blocks_held(std::size_t bytes);
 /// The most blocks the class of a request of `bytes` holds.
 std::size_t pool_capacity(std::size_t bytes);
 
+/// Small blocks (up to 512 B) recycled between threads: the tensors of an
+/// element (element::components). Every row a producer makes allocates one
+/// and the consumer frees it, so glibc's thread cache never holds what the
+/// producer asks for next (45% of the CPU of single rows went to malloc and
+/// free, docs/performance.md, "Elements"). Each thread keeps freed blocks in
+/// a cache of its own (no atomic operation) and trades them with other
+/// threads 32 at a time through a shared stack of batches (a spin lock that
+/// is only tried: a call never waits, it falls back to operator new /
+/// delete). At most 64 blocks per class stay in a thread, 64 batches per
+/// class in the shared stack.
+void* small_allocate(std::size_t bytes);
+/// Returns a block of `bytes` from small_allocate(bytes).
+void small_deallocate(void* p, std::size_t bytes) noexcept;
+/// How many blocks of the class of `bytes` the calling thread's cache and
+/// the shared stack hold (for tests; 0 with AddressSanitizer).
+std::size_t small_blocks_held(std::size_t bytes);
+
+/// A std allocator on small_allocate (stateless: all compare equal).
+template <class T>
+struct recycling_allocator {
+  using value_type = T;
+  recycling_allocator() noexcept = default;
+  template <class U>
+  recycling_allocator(const recycling_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(small_allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { small_deallocate(p, n * sizeof(T)); }
+  template <class U>
+  friend bool operator==(const recycling_allocator&, const recycling_allocator<U>&) {
+    return true;
+  }
+  template <class U>
+  friend bool operator!=(const recycling_allocator&, const recycling_allocator<U>&) {
+    return false;
+  }
+};
+
 /// The values of a tensor buffer: bytes in a block of the pool. Not a
 /// std::vector with a pool allocator: libstdc++ keeps its memset / memcpy
 /// paths for std::allocator, and with any other allocator fills and copies
