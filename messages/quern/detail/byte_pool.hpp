@@ -34,8 +34,8 @@ std::size_t pool_capacity(std::size_t bytes);
 /// a cache of its own (no atomic operation) and trades them with other
 /// threads 32 at a time through a shared stack of batches (a spin lock that
 /// is only tried: a call never waits, it falls back to operator new /
-/// delete). At most 64 blocks per class stay in a thread, 64 batches per
-/// class in the shared stack.
+/// delete). A thread keeps at most 127 blocks per class, the shared stack
+/// 64 batches per class.
 void* small_allocate(std::size_t bytes);
 /// Returns a block of `bytes` from small_allocate(bytes).
 void small_deallocate(void* p, std::size_t bytes) noexcept;
