@@ -8,6 +8,24 @@ namespace quern::detail {
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+// Recycled blocks would hide a use after free from AddressSanitizer: such
+// builds pool nothing.
+constexpr bool pooling = false;
+#else
+constexpr bool pooling = true;
+#endif
+
+/// Frees what no pool keeps: nothing for nullptr, and every block in builds
+/// that pool nothing. True when `p` is dealt with.
+bool freed_unpooled(void* p) noexcept {
+  if (p == nullptr)
+    return true;
+  if (!pooling)
+    ::operator delete(p);
+  return !pooling;
+}
+
 constexpr std::size_t smallest_class = 256;     // up to half of it: glibc's thread cache
 constexpr std::size_t largest_class = 4u << 20; // above: rare, and large to keep
 constexpr std::size_t blocks_per_class = 64;    // and at most bytes_per_class
@@ -17,19 +35,29 @@ constexpr int class_count = 15;                 // 256 B ... 4 MiB
 
 static_assert((smallest_class << (class_count - 1)) == largest_class);
 
-/// Freed blocks of one size. A spin lock that is only tried: a thread that
-/// finds it taken uses operator new / delete instead of waiting, so no call
-/// ever waits for another thread (or makes a system call).
-struct size_class {
+/// A spin lock that is only tried: a thread that finds it taken uses
+/// operator new / delete instead of waiting, so no call ever waits for
+/// another thread (or makes a system call).
+struct tried_lock {
   std::atomic<bool> busy{false};
-  std::size_t count = 0;
-  std::array<void*, blocks_per_class> blocks{};
 
   bool try_lock() noexcept {
     return !busy.load(std::memory_order_relaxed) &&
            !busy.exchange(true, std::memory_order_acquire);
   }
   void unlock() noexcept { busy.store(false, std::memory_order_release); }
+  /// Spins until it has the lock: only tests ask for what a pool holds,
+  /// while no other thread uses it.
+  void lock_for_test() noexcept {
+    while (!try_lock()) {
+    }
+  }
+};
+
+/// Freed blocks of one size.
+struct size_class : tried_lock {
+  std::size_t count = 0;
+  std::array<void*, blocks_per_class> blocks{};
 };
 
 struct pool {
@@ -68,12 +96,8 @@ std::size_t capacity(int c) noexcept {
 } // namespace
 
 void* pool_allocate(std::size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
-  // Recycled blocks would hide a use after free from AddressSanitizer.
-  return ::operator new(bytes);
-#endif
   auto c = class_of(bytes);
-  if (c < 0)
+  if (c < 0 || !pooling)
     return ::operator new(bytes);
   auto& pl = the_pool();
   auto& sc = pl.classes[static_cast<std::size_t>(c)];
@@ -89,12 +113,8 @@ void* pool_allocate(std::size_t bytes) {
 }
 
 void pool_deallocate(void* p, std::size_t bytes) noexcept {
-  if (p == nullptr)
+  if (freed_unpooled(p))
     return;
-#if defined(__SANITIZE_ADDRESS__)
-  ::operator delete(p);
-  return;
-#endif
   auto c = class_of(bytes);
   if (c < 0) {
     ::operator delete(p);
@@ -121,9 +141,7 @@ std::size_t pool_blocks_held(std::size_t bytes) {
   if (c < 0)
     return 0;
   auto& sc = the_pool().classes[static_cast<std::size_t>(c)];
-  while (!sc.try_lock()) {
-    // only tests ask, while no other thread uses the class
-  }
+  sc.lock_for_test();
   auto n = sc.count;
   sc.unlock();
   return n;
@@ -162,16 +180,9 @@ struct free_block {
 };
 
 /// Batches of trade_size blocks, each a list, shared by every thread.
-struct shared_stack {
-  std::atomic<bool> busy{false};
+struct shared_stack : tried_lock {
   std::size_t count = 0;
   std::array<free_block*, shared_batches> batches{};
-
-  bool try_lock() noexcept {
-    return !busy.load(std::memory_order_relaxed) &&
-           !busy.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { busy.store(false, std::memory_order_release); }
 };
 
 /// Never destroyed, like the_pool().
@@ -259,11 +270,8 @@ thread_local thread_cache cache;
 } // namespace
 
 void* small_allocate(std::size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
-  return ::operator new(bytes);
-#endif
   auto c = small_class_of(bytes);
-  if (c < 0)
+  if (c < 0 || !pooling)
     return ::operator new(bytes);
   auto& tc = cache;
   auto i = static_cast<std::size_t>(c);
@@ -282,12 +290,8 @@ void* small_allocate(std::size_t bytes) {
 }
 
 void small_deallocate(void* p, std::size_t bytes) noexcept {
-  if (p == nullptr)
+  if (freed_unpooled(p))
     return;
-#if defined(__SANITIZE_ADDRESS__)
-  ::operator delete(p);
-  return;
-#endif
   auto c = small_class_of(bytes);
   auto& tc = cache;
   if (c < 0 || tc.gone) {
@@ -314,17 +318,12 @@ void small_deallocate(void* p, std::size_t bytes) noexcept {
 }
 
 std::size_t small_blocks_held(std::size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
-  return 0;
-#endif
   auto c = small_class_of(bytes);
-  if (c < 0)
+  if (c < 0 || !pooling)
     return 0;
   auto i = static_cast<std::size_t>(c);
   auto& st = shared_stacks()[i];
-  while (!st.try_lock()) {
-    // only tests ask, while no other thread uses the class
-  }
+  st.lock_for_test();
   auto n = st.count * trade_size;
   st.unlock();
   return n + cache.count[i];
