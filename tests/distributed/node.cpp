@@ -587,10 +587,17 @@ int rogue(quern::actor_system& sys, node_config& cfg) {
   std::set<caf::actor_addr> targets = senders;
   targets.emplace(facade.address());
   targets.emplace(coord.address());
+  // Every handle first, then the kills: a relay ends with its facade, and
+  // once its end reached this process its address would no longer give a
+  // handle.
+  std::vector<caf::actor> handles;
   for (auto& t : targets) {
     auto a = caf::actor_cast<caf::actor>(t);
     if (!a)
       throw std::runtime_error("an answer came from an invalid sender");
+    handles.push_back(std::move(a));
+  }
+  for (auto& a : handles) {
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::kill);
   }
