@@ -225,6 +225,7 @@ private:
   tensor(dtype type, tensor_shape shape, std::shared_ptr<const detail::tensor_buffer> buf,
          int64_t offset);
 
+  static void check_fully_defined(const tensor_shape& shape);
   static void check_count(const tensor_shape& shape, size_t count);
   void check_type(dtype requested) const;
   const unsigned char* raw() const;
@@ -285,8 +286,7 @@ template <class T, class Fill>
 tensor tensor::build(tensor_shape shape, Fill&& fill) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>,
                 "tensor::build writes numeric values; strings and bools: from_values");
-  check_count(shape,
-              shape.fully_defined() ? static_cast<size_t>(shape.num_elements()) : 0);
+  check_fully_defined(shape);
   auto n = static_cast<size_t>(shape.num_elements());
   if (shape.rank() == 0) { // numeric scalars live inline
     T value{};

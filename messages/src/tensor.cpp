@@ -13,10 +13,14 @@ tensor::tensor(dtype type, tensor_shape shape,
                std::shared_ptr<const detail::tensor_buffer> buf, int64_t offset)
     : type_(type), shape_(std::move(shape)), buf_(std::move(buf)), offset_(offset) {}
 
-void tensor::check_count(const tensor_shape& shape, size_t count) {
+void tensor::check_fully_defined(const tensor_shape& shape) {
   if (!shape.fully_defined())
     throw invalid_argument_error("a tensor needs a fully defined shape, got " +
                                  shape.to_string());
+}
+
+void tensor::check_count(const tensor_shape& shape, size_t count) {
+  check_fully_defined(shape);
   if (static_cast<size_t>(shape.num_elements()) != count)
     throw invalid_argument_error("shape " + shape.to_string() + " needs " +
                                  std::to_string(shape.num_elements()) + " values, got " +
@@ -47,8 +51,7 @@ int64_t tensor::row_elements() const {
 }
 
 tensor tensor::zeros(dtype type, const tensor_shape& shape) {
-  check_count(shape,
-              static_cast<size_t>(shape.fully_defined() ? shape.num_elements() : 0));
+  check_fully_defined(shape);
   auto n = static_cast<size_t>(shape.num_elements());
   if (shape.rank() == 0 && type != dtype::string) {
     tensor t;
