@@ -304,7 +304,7 @@ void small_deallocate(void* p, std::size_t bytes) noexcept {
   tc.head[i] = b;
   if (++tc.count[i] < thread_limit)
     return;
-  // Trade the oldest batch; when another thread holds the stack, keep it
+  // Trade the 32 freed last; when another thread holds the stack, keep them
   // and try again at the next free, up to thread_cap.
   auto* batch = tc.detach(c, trade_size);
   auto g = give_batch(c, batch);
