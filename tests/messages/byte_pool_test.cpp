@@ -93,34 +93,56 @@ TEST_CASE(
   pool_deallocate(nullptr, bytes); // as delete of nullptr: nothing
 }
 
-TEST_CASE("tensors made in one thread and freed in another keep their values",
-          "[byte_pool]") {
-  // A producer makes batches (pooled buffers), a consumer checks and frees
-  // them while the producer makes more: a block reused too early, or handed
-  // to two tensors, shows up as a wrong value.
-  constexpr int batches = 2000;
-  std::vector<quern::tensor> made(batches);
-  std::atomic<int> ready{0};
+namespace {
+
+/// A producer thread makes `count` values with make(i) while this thread
+/// takes each as soon as it is made, checks it with wrong_in(value, i) (how
+/// many of its parts are wrong) and frees it: a block reused too early, or
+/// handed to two values, shows up as a wrong part. Returns the wrong parts.
+template <class T, class Make, class WrongIn>
+int64_t wrong_after_handoff(int64_t count, Make make, WrongIn wrong_in) {
+  std::vector<T> made(static_cast<size_t>(count));
+  std::atomic<int64_t> ready{0};
   std::thread producer([&] {
-    for (int b = 0; b < batches; ++b) {
-      std::vector<float> values(1024 + static_cast<size_t>(b % 7) * 300);
-      for (size_t i = 0; i < values.size(); ++i)
-        values[i] = static_cast<float>(b) + static_cast<float>(i) / 4096.0f;
-      made[static_cast<size_t>(b)] = quern::tensor::vector<float>(std::move(values));
-      ready.store(b + 1, std::memory_order_release);
+    for (int64_t i = 0; i < count; ++i) {
+      made[static_cast<size_t>(i)] = make(i);
+      ready.store(i + 1, std::memory_order_release);
     }
   });
-  int wrong = 0;
-  for (int b = 0; b < batches; ++b) {
-    while (ready.load(std::memory_order_acquire) <= b)
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    while (ready.load(std::memory_order_acquire) <= i)
       std::this_thread::yield();
-    auto t = std::move(made[static_cast<size_t>(b)]);
-    auto values = t.values<float>();
-    for (size_t i = 0; i < values.size(); ++i)
-      if (values[i] != static_cast<float>(b) + static_cast<float>(i) / 4096.0f)
-        ++wrong;
+    auto x = std::move(made[static_cast<size_t>(i)]);
+    wrong += wrong_in(x, i);
   }
   producer.join();
+  return wrong;
+}
+
+} // namespace
+
+TEST_CASE("tensors made in one thread and freed in another keep their values",
+          "[byte_pool]") {
+  // Batches of pooled buffers, of several sizes.
+  auto value = [](int64_t b, size_t i) {
+    return static_cast<float>(b) + static_cast<float>(i) / 4096.0f;
+  };
+  auto wrong = wrong_after_handoff<quern::tensor>(
+      2000,
+      [&](int64_t b) {
+        std::vector<float> values(1024 + static_cast<size_t>(b % 7) * 300);
+        for (size_t i = 0; i < values.size(); ++i)
+          values[i] = value(b, i);
+        return quern::tensor::vector<float>(std::move(values));
+      },
+      [&](const quern::tensor& t, int64_t b) {
+        int64_t n = 0;
+        auto values = t.values<float>();
+        for (size_t i = 0; i < values.size(); ++i)
+          n += values[i] != value(b, i);
+        return n;
+      });
   CHECK(wrong == 0);
 }
 
@@ -176,28 +198,16 @@ TEST_CASE("small blocks freed by one thread go to another 32 at a time", "[byte_
 
 TEST_CASE("elements made in one thread and freed in another keep their components",
           "[byte_pool]") {
-  // The component arrays of elements are small blocks: a block handed to two
-  // elements, or reused while one still holds it, shows up as a wrong value.
-  constexpr int64_t rows = 20000;
-  std::vector<quern::element> made(static_cast<size_t>(rows));
-  std::atomic<int64_t> ready{0};
-  std::thread producer([&] {
-    for (int64_t r = 0; r < rows; ++r) {
-      made[static_cast<size_t>(r)] =
-          quern::element{quern::tensor::scalar(r), quern::tensor::scalar(-r)};
-      ready.store(r + 1, std::memory_order_release);
-    }
-  });
-  int64_t wrong = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    while (ready.load(std::memory_order_acquire) <= r)
-      std::this_thread::yield();
-    auto e = std::move(made[static_cast<size_t>(r)]);
-    if (e.size() != 2 || e[0].scalar_value<int64_t>() != r ||
-        e[1].scalar_value<int64_t>() != -r)
-      ++wrong;
-  }
-  producer.join();
+  // The component arrays of elements are small blocks.
+  auto wrong = wrong_after_handoff<quern::element>(
+      20000,
+      [](int64_t r) {
+        return quern::element{quern::tensor::scalar(r), quern::tensor::scalar(-r)};
+      },
+      [](const quern::element& e, int64_t r) -> int64_t {
+        return e.size() != 2 || e[0].scalar_value<int64_t>() != r ||
+               e[1].scalar_value<int64_t>() != -r;
+      });
   CHECK(wrong == 0);
 }
 
