@@ -25,7 +25,8 @@ CMAKE_FLAGS ?=
 PREFIX      ?= /usr/local
 # What make demo and make install build (CMake target names).
 DEMO_TARGETS    = quern_example_csv_pipeline quern-board
-INSTALL_TARGETS = quern_messages quern_actors quern_logging quern_input quern-board quern-node
+INSTALL_TARGETS = quern_messages quern_runtime quern_queues quern_logging quern_coordination \
+                  quern_input quern_net quern-board quern-node
 
 .PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-fuzz-smoke build-tsan demo install test test-plain \
         test-consumer test-asan test-fuzz fuzz tsan soak bench format clean

@@ -1,18 +1,21 @@
 # QuernInstall.cmake -- `cmake --install BUILD --prefix P` (or `make install
 # PREFIX=P`) puts quern in P as a CMake package and a pkg-config module:
-#   P/include/quern/...                 the headers of all four layers
+#   P/include/quern/...                 the headers of every layer
 #   P/lib/libquern_*.a                  the libraries
 #   P/lib/cmake/quern/                  quernConfig.cmake, its version file,
 #                                       the exported targets and FindCAF.cmake
 #   P/lib/pkgconfig/quern.pc            for pkg-config users
 #   P/bin/quern-board                   when the tools are built
 # A consumer writes find_package(quern REQUIRED) and links quern::quern (or
-# quern::messages, quern::actors, quern::logging, quern::input).
+# one layer: quern::messages, quern::runtime, quern::queues, quern::logging,
+# quern::coordination, quern::input, quern::net; quern::actors is queues and
+# coordination, as the one layer of earlier releases).
 include(CMakePackageConfigHelpers)
 
 set(QUERN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/quern)
 
-install(TARGETS quern_messages quern_actors quern_logging quern_input quern
+install(TARGETS quern_messages quern_runtime quern_queues quern_logging quern_coordination
+                quern_actors quern_input quern_net quern
         EXPORT quernTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -20,7 +23,7 @@ install(TARGETS quern_messages quern_actors quern_logging quern_input quern
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # Each layer's public headers live in <layer>/quern/; installed they merge
 # into one include/quern/ tree, as users include them (<quern/...>).
-foreach(layer messages actors logging input)
+foreach(layer messages runtime queues logging coordination input net)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/quern
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           FILES_MATCHING PATTERN "*.hpp")

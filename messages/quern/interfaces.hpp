@@ -34,20 +34,6 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   dequeue_up_to(n, timeout)            -> batch of 1..n rows (n once open)
 ///   close(cancel_pending_enqueues)       -> true once the close took effect
 ///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
-///   enqueue_keyed(key, batch, timeout)   -> rows of the batch (batch_key.hpp):
-///                  enqueue_many for a producer that retries. Batch
-///                  `key.batch` of `key.producer` is stored once: a retry of
-///                  a batch the queue holds whole is answered at once without
-///                  storing it again, a retry of one it holds in part stores
-///                  the rest, and a retry of one still waiting for room
-///                  replaces the earlier request (answered aborted), at the
-///                  back of the line. A request
-///                  whose attempt is not above the producer's last is refused
-///                  (aborted), and so is an older batch (failed_precondition)
-///                  or a new batch while the last still waits.
-///   producer_mark(producer) -> batch_key: the producer's last batch stored
-///                  whole and the last attempt number seen (0 and 0 for a
-///                  producer never seen): where a restarted producer goes on.
 /// The three dequeues are the one-batch case of a `demand` (demand.hpp).
 using strict_queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -58,9 +44,7 @@ using strict_queue_actor = caf::typed_actor<
     caf::replies_to<close_atom, bool>::with<bool>,
     caf::replies_to<size_atom>::with<int32_t>,
     caf::replies_to<is_closed_atom>::with<bool>,
-    caf::replies_to<spec_atom>::with<queue_spec>,
-    caf::replies_to<enqueue_keyed_atom, batch_key, element, caf::timespan>::with<int32_t>,
-    caf::replies_to<producer_mark_atom, std::string>::with<batch_key>>;
+    caf::replies_to<spec_atom>::with<queue_spec>>;
 
 /// The streaming (credit) protocol of every queue actor: one-way messages,
 /// answered by a message to the sender (docs/queues.md).
@@ -95,7 +79,7 @@ using streaming_queue_actor =
                      caf::reacts_to<push_batch_atom, std::vector<element>>,
                      caf::reacts_to<pull_atom, demand>,
                      caf::reacts_to<give_back_atom, std::vector<element>>,
-                     caf::reacts_to<taken_atom, uint64_t>, caf::reacts_to<unpull_atom>,
+                     caf::reacts_to<unpull_atom>,
                      caf::reacts_to<unpush_atom>,
                      caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
 
@@ -103,5 +87,42 @@ using streaming_queue_actor =
 /// either part (a strict_queue_actor for code that only calls TensorFlow's
 /// operations).
 using queue_actor = strict_queue_actor::extend_with<streaming_queue_actor>;
+
+// -- what crosses processes ----------------------------------------------------------
+
+/// A producer that retries, which every queue actor serves so that a batch
+/// sent again after a lost connection is stored once (quern::net's
+/// remote_producer sends them; docs/distributed.md, "Retried batches").
+///   enqueue_keyed(key, batch, timeout)   -> rows of the batch (batch_key.hpp):
+///                  enqueue_many for a producer that retries. Batch
+///                  `key.batch` of `key.producer` is stored once: a retry of
+///                  a batch the queue holds whole is answered at once without
+///                  storing it again, a retry of one it holds in part stores
+///                  the rest, and a retry of one still waiting for room
+///                  replaces the earlier request (answered aborted), at the
+///                  back of the line. A request whose attempt is not above
+///                  the producer's last is refused (aborted), and so is an
+///                  older batch (failed_precondition) or a new batch while
+///                  the last still waits.
+///   producer_mark(producer) -> batch_key: the producer's last batch stored
+///                  whole and the last attempt number seen (0 and 0 for a
+///                  producer never seen): where a restarted producer goes on.
+using keyed_enqueue_actor = caf::typed_actor<
+    caf::replies_to<enqueue_keyed_atom, batch_key, element, caf::timespan>::with<int32_t>,
+    caf::replies_to<producer_mark_atom, std::string>::with<batch_key>>;
+
+/// A queue as another process sees it: the queue's own protocol, keyed
+/// enqueues, and what a consumer of another process confirms taking:
+///   taken(n)       the consumer is done with the first n units its pulls
+///                  (or dequeues) received (atoms.hpp). quern::net's relay of
+///                  the queue keeps the rest and gives it back to the front
+///                  of the queue if the consumer's process is lost; a queue
+///                  of the consumer's own process is never sent it
+///                  (quern/detail/receipts.hpp).
+/// quern::net's go-betweens (the node's facades and relays, the endpoint of
+/// a connect) speak it; a queue actor itself serves keyed_enqueue_actor but
+/// not taken.
+using remote_queue_actor =
+    queue_actor::extend_with<keyed_enqueue_actor>::extend<caf::reacts_to<taken_atom, uint64_t>>;
 
 } // namespace quern

@@ -2,7 +2,6 @@
 
 #include <caf/actor_system_config.hpp>
 
-#include "quern/actor_system.hpp"
 
 namespace quern {
 

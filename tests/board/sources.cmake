@@ -7,13 +7,24 @@ add_executable(quern_test_board_logdir ${CMAKE_CURRENT_LIST_DIR}/make_logdir.cpp
 target_link_libraries(quern_test_board_logdir PRIVATE quern::logging quern_warnings)
 
 if(TARGET quern-board)
-  # quern-board's arithmetic without a browser (its sources compiled in).
+  # quern-board's arithmetic without a browser (its sources compiled in), and
+  # its command line run as a user runs it (board_test.cpp).
   quern_add_test_suite(quern_test_board
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/board_unit_test.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
             ${PROJECT_SOURCE_DIR}/tools/quern_board/logdir.cpp
             ${PROJECT_SOURCE_DIR}/tools/quern_board/text.cpp
     LIBS quern::logging)
-  target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board)
+  target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board
+                                                      ${PROJECT_SOURCE_DIR}/tests/logging)
+  # Compiled apart: its helper `board(...)` would meet quern-board's own
+  # namespace `board` in a unity batch.
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
+                              PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  add_dependencies(quern_test_board quern-board)
+  target_compile_definitions(quern_test_board PRIVATE
+    QUERN_BOARD_PATH="$<TARGET_FILE:quern-board>"
+    QUERN_LOGGING_GOLDEN_DIR="${PROJECT_SOURCE_DIR}/tests/logging/golden")
 
   set(quern_board_test_out ${CMAKE_CURRENT_BINARY_DIR}/board)
   set(quern_board_test_args

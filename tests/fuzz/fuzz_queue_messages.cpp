@@ -344,6 +344,11 @@ public:
   void send(Ts&&... xs) {
     self_->send(q_, std::forward<Ts>(xs)...);
   }
+  /// Through the queue's keyed extension (keyed_enqueue_actor).
+  template <class... Ts>
+  void send_keyed(Ts&&... xs) {
+    self_->send(caf::actor_cast<keyed_enqueue_actor>(q_), std::forward<Ts>(xs)...);
+  }
 
   /// The next answer, waiting at most answer_bound.
   answer next() {
@@ -757,7 +762,7 @@ private:
     std::string name = who == 0 ? "a" : "b";
     auto kind = p.batch == 0 ? 1 : in_.u8() % 4u;
     auto send = [&](uint64_t batch, uint64_t attempt) {
-      c_.send(enqueue_keyed_atom::value, batch_key{name, batch, attempt}, p.data,
+      c_.send_keyed(enqueue_keyed_atom::value, batch_key{name, batch, attempt}, p.data,
               no_wait);
       return c_.reply();
     };

@@ -1,7 +1,7 @@
 #pragma once
 
-// Helpers for the input tests: a unique temporary directory (removed at the
-// end of the test), files written into it, and exception capture.
+// Helpers for the input tests: work lists and exception capture (the
+// temporary directory is tests/common/temp_dir.hpp).
 
 #include <catch2/catch.hpp>
 
@@ -15,40 +15,9 @@
 
 #include "quern/error.hpp"
 #include "quern/input/readers.hpp"
+#include "temp_dir.hpp"
 
 namespace quern::test {
-
-/// A fresh directory /tmp/quern_input_XXXXXX, removed with its contents.
-class temp_dir {
-public:
-  temp_dir() {
-    std::string tmpl = "/tmp/quern_input_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  /// Writes `contents` (bytes as given) to <dir>/<name>; returns the path.
-  std::string write(const std::string& name, const std::string& contents) const {
-    auto file = path_ + "/" + name;
-    std::ofstream out{file, std::ios::binary};
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    REQUIRE(out.good());
-    return file;
-  }
-
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-  std::string path_;
-};
 
 /// A work source over a fixed list; out_of_range_error when it is used up.
 inline reader::work_source work_list(std::vector<std::string> files) {

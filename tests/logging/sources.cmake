@@ -3,16 +3,10 @@ quern_add_test_suite(quern_test_logging
     ${CMAKE_CURRENT_LIST_DIR}/record_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/event_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/crash_consistency_test.cpp
   LIBS quern::logging)
 target_compile_definitions(quern_test_logging PRIVATE
   QUERN_LOGGING_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
-if(TARGET quern-board)
-  add_dependencies(quern_test_logging quern-board)
-  target_compile_definitions(quern_test_logging PRIVATE
-    QUERN_BOARD_PATH="$<TARGET_FILE:quern-board>")
-endif()
 if(QUERN_SANITIZE)
   # Blocking receives instantiate CAF 0.17 header code that UBSan's vptr
   # check flags (see logging/CMakeLists.txt); all other checks stay on.

@@ -11,32 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "quern/summary.hpp"
+#include "temp_dir.hpp"
 
 namespace quern::test {
-
-/// A fresh directory under /tmp, removed with everything in it at scope exit.
-class temp_dir {
-public:
-  temp_dir() {
-    std::string templ =
-        (std::filesystem::temp_directory_path() / "quern-log-XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr)
-      FAIL("mkdtemp failed");
-    path_ = templ;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-  std::string path_;
-};
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in{path, std::ios::binary};

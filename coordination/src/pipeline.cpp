@@ -1,0 +1,210 @@
+#include "quern/pipeline.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include <caf/actor_cast.hpp>
+
+#include "quern/detail/starvation.hpp"
+
+namespace quern {
+
+struct consumer::state {
+  pipeline_options opts;
+  mutable std::mutex mtx;
+  std::vector<queue_runner> runners;
+};
+
+namespace {
+
+std::string describe(caf::timespan t) {
+  std::ostringstream os;
+  os << std::chrono::duration<double>(t).count() << " s";
+  return os.str();
+}
+
+std::string diagnose(const consumer::state& st, const queue_actor& q,
+                     bool& never_started) {
+  never_started = false;
+  std::vector<queue_runner> feeding;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    for (auto& r : st.runners)
+      if (r.queue().address() == q.address())
+        feeding.push_back(r);
+  }
+  if (feeding.empty())
+    return "no queue runner of this pipeline feeds this queue; unless other code "
+           "enqueues into it, this dequeue waits forever";
+  bool any_started = false;
+  for (auto& r : feeding) {
+    if (r.running())
+      return {}; // fed: its producers may just be slow
+    any_started = any_started || r.started();
+  }
+  if (!any_started) {
+    never_started = true;
+    return "its " + std::to_string(feeding.size()) +
+           " queue runner(s) were never started: call start_queue_runners before "
+           "dequeuing (TensorFlow would hang here forever)";
+  }
+  return "every queue runner of this queue has ended without closing it; unless other "
+         "code enqueues into it, this dequeue waits forever";
+}
+
+} // namespace
+
+// -- consumer -------------------------------------------------------------------------
+
+consumer::consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const state> st)
+    : q_(sys, q), client_(sys), watched_(detail::is_local_queue(q)),
+      state_(std::move(st)) {
+  try {
+    queue_name_ = "queue '" + q_.spec().resource_name + "'";
+  } catch (const std::exception&) {
+    queue_name_ = "a queue";
+  }
+}
+
+void consumer::starving(const std::string& queue_said, bool queue_never_started,
+                        caf::timespan waited) const {
+  // The pipeline's own words when it knows why (its runners of the queue);
+  // the queue's when it knows more (runners of other pipelines).
+  bool never_started = false;
+  auto why = diagnose(*state_, q_.actor(), never_started);
+  if (why.empty()) {
+    why = queue_said;
+    never_started = queue_never_started;
+  }
+  if (why.empty())
+    return; // a runner still feeds it: its producers may just be slow
+  auto action = never_started ? state_->opts.when_never_started : state_->opts.when_unfed;
+  auto msg =
+      "Dequeue from " + queue_name_ + " has waited " + describe(waited) + ": " + why;
+  if (action == starvation_action::fail)
+    throw failed_precondition_error(msg);
+  if (action == starvation_action::warn)
+    std::cerr << "quern: warning: " << msg << '\n';
+}
+
+template <class F>
+element consumer::guarded(F attempt) {
+  auto limit = state_->opts.starvation_timeout;
+  auto lease = client_.acquire();
+  auto& self = *lease;
+  if (limit <= caf::timespan{0} || limit == caf::timespan::max())
+    return attempt(self, wait_forever);
+  // One request. A queue of this process watches it (detail::starving_atom):
+  // it fails it after `limit` if no runner feeds the queue, or when the last
+  // runner ends, and keeps every element. Its deadline costs no delay at
+  // exit: the queue's deadline relay holds the queue weakly (deadlines.cpp).
+  // A remote queue's dequeue waits `limit`, then the pipeline looks.
+  auto queue = caf::actor_cast<caf::actor>(q_.actor());
+  auto start = std::chrono::steady_clock::now();
+  std::string said;
+  bool never_started = false;
+  try {
+    if (!watched_)
+      return attempt(self, limit);
+    self->send(queue, detail::starving_atom::value, limit);
+    return attempt(self, wait_forever);
+  } catch (const failed_precondition_error& e) { // runners never started
+    said = e.what();
+    never_started = true;
+  } catch (const unavailable_error& e) { // no runner feeds the queue
+    if (!watched_)
+      throw; // a remote queue's own error
+    said = e.what();
+  } catch (const deadline_exceeded_error&) { // a remote queue waited `limit`
+    if (watched_)
+      throw;
+  }
+  starving(said, never_started,
+           std::chrono::duration_cast<caf::timespan>(std::chrono::steady_clock::now() -
+                                                     start));
+  // Warned (or told to ignore it): the call keeps waiting, undiagnosed.
+  if (watched_)
+    self->send(queue, detail::starving_atom::value, caf::timespan::max());
+  return attempt(self, wait_forever);
+}
+
+element consumer::dequeue() {
+  return guarded([this](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(), dequeue_atom::value,
+                                                    t);
+  });
+}
+
+element consumer::dequeue_many(int32_t n) {
+  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                    dequeue_many_atom::value, n, t);
+  });
+}
+
+element consumer::dequeue_up_to(int32_t n) {
+  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
+    return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                    dequeue_up_to_atom::value, n, t);
+  });
+}
+
+// -- pipeline -------------------------------------------------------------------------
+
+pipeline::pipeline(caf::actor_system& sys, pipeline_options opts)
+    : sys_(sys), opts_(opts), state_(std::make_shared<consumer::state>()) {
+  state_->opts = opts;
+}
+
+pipeline::~pipeline() {
+  stop();
+}
+
+void pipeline::add_queue_runner(queue_runner qr) {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  state_->runners.push_back(std::move(qr));
+}
+
+std::vector<queue_runner> pipeline::queue_runners() const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->runners;
+}
+
+std::vector<caf::actor> pipeline::start_queue_runners(coordinator& coord) {
+  return start_queue_runners(coord.actor());
+}
+
+std::vector<caf::actor> pipeline::start_queue_runners() {
+  return start_queue_runners(coordinator_actor{});
+}
+
+std::vector<caf::actor> pipeline::start_queue_runners(const coordinator_actor& coord) {
+  auto runners = queue_runners();
+  if (runners.empty())
+    std::cerr << "quern: warning: start_queue_runners: the pipeline has no queue "
+                 "runners to start\n";
+  std::vector<caf::actor> result;
+  for (auto& r : runners) {
+    auto actors = r.start(sys_, coord);
+    result.insert(result.end(), actors.begin(), actors.end());
+  }
+  return result;
+}
+
+consumer pipeline::make_consumer(queue_actor q) const {
+  return consumer{sys_, std::move(q), state_};
+}
+
+std::string pipeline::starvation_diagnosis(const queue_actor& q,
+                                           bool& never_started) const {
+  return diagnose(*state_, q, never_started);
+}
+
+void pipeline::stop() const {
+  for (auto& r : queue_runners())
+    r.stop();
+}
+
+} // namespace quern
