@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -25,49 +24,8 @@
 namespace quern {
 
 namespace detail {
-struct async_worker_access;
-
-/// What one run emitted, in order: runs of single rows (one streamed push
-/// each) and whole batches (one push_batch each, kept intact: no per-row
-/// work in the queue).
-class run_output {
-public:
-  void add_row(element row);
-  void add_rows(std::vector<element> rows);
-  void add_batch(element batch);
-  bool empty() const noexcept { return pieces_.empty(); }
-  void clear() noexcept { pieces_.clear(); }
-
-  struct piece {
-    bool is_batch = false;
-    std::vector<element> rows; // !is_batch
-    element batch;             // is_batch
-  };
-  std::vector<piece>& pieces() noexcept { return pieces_; }
-
-private:
-  std::vector<piece> pieces_;
-};
-
-/// Rows a run took from an upstream queue: single rows, one batch, or rows
-/// kept flat (their components in one vector, `width` per row: one
-/// allocation for a whole pull instead of one per row).
-struct taken_rows {
-  queue_actor from;
-  std::vector<element> rows; // !is_batch, width == 0
-  element batch;             // is_batch
-  bool is_batch = false;
-  std::vector<tensor> flat; // width > 0
-  size_t width = 0;
-  /// The numbers of the pulled units (rows, or the batch) these are, for
-  /// a queue of another process that keeps them until the worker confirms
-  /// it is done with them: first_unit .. first_unit + units - 1 (units 0:
-  /// not numbered).
-  uint64_t first_unit = 0;
-  uint64_t units = 0;
-  /// The rows, in order (a batch split into row views).
-  std::vector<element> to_rows() &&;
-};
+class async_client;   // coordination/src/runner/async_client.hpp
+class blocking_state; // the same file
 } // namespace detail
 
 /// One run of an asynchronous enqueue op, handed to the op by its worker (an
@@ -82,10 +40,13 @@ struct taken_rows {
 /// response handler it installed) fails the run with its original message.
 class async_run {
 public:
+  /// Made by the worker, which runs the op through `client`.
+  explicit async_run(detail::async_client& client) noexcept : client_(&client) {}
+
   /// The worker actor, to make requests: `run.self()->request(q, caf::infinite, ...)`.
-  caf::event_based_actor* self() const noexcept { return self_; }
+  caf::event_based_actor* self() const noexcept;
   /// How many runs this worker completed before this one.
-  uint64_t index() const noexcept { return index_; }
+  uint64_t index() const noexcept;
   /// Whether stop was requested from the runner (the worker ends right
   /// after it anyway; useful for long asynchronous chains).
   bool should_stop() const noexcept;
@@ -110,7 +71,7 @@ public:
   void fail(caf::error err);
   void fail(const std::exception& e);
   void fail(std::exception_ptr ep);
-  bool completed() const noexcept { return state_ != state::running; }
+  bool completed() const noexcept;
 
   /// Dequeues one element of `q` and calls `f(element&)`. A failure (e.g.
   /// out_of_range once `q` is closed and drained) fails the run with it; an
@@ -122,142 +83,47 @@ public:
   /// from (docs/queues.md, "What a stop keeps").
   template <class F>
   void dequeue(const queue_actor& q, F f) {
-    take_request(q, dequeue_atom::value, wait_forever, std::move(f), false);
+    take(q, batch_cut::any_size, 0, element_fn(std::move(f)));
   }
   /// dequeue_many(n): `f(element& batch)`.
   template <class F>
   void dequeue_many(const queue_actor& q, int32_t n, F f) {
-    take_request(q, dequeue_many_atom::value, n, wait_forever, std::move(f), true);
+    take(q, batch_cut::dequeue_many, n, element_fn(std::move(f)));
   }
   /// dequeue_up_to(n): `f(element& batch)` with 1..n rows.
   template <class F>
   void dequeue_up_to(const queue_actor& q, int32_t n, F f) {
-    take_request(q, dequeue_up_to_atom::value, n, wait_forever, std::move(f), true);
+    take(q, batch_cut::dequeue_up_to, n, element_fn(std::move(f)));
   }
 
   /// The fast path for stages that work on rows (docs/queues.md): grants
   /// `q` demand for up to `n` rows on its streaming protocol and calls
   /// `f(std::vector<element>& rows)` with 1..n rows as they are (no stacking,
   /// no copy). out_of_range once `q` is closed and drained fails the run
-  /// with it. One pull per run at a time. If the worker is stopped while a
-  /// pull is pending, the pull is withdrawn and rows already on their way go
-  /// back to `q`.
+  /// with it. One pull per run at a time (std::logic_error otherwise). If
+  /// the worker is stopped while a pull is pending, the pull is withdrawn
+  /// and rows already on their way go back to `q`.
   template <class F>
   void pull(const queue_actor& q, int32_t n, F f) {
-    if (on_pulled_)
-      throw std::logic_error("quern::async_run::pull while a pull is pending");
-    on_pulled_ = [this, f](std::vector<element>& rows, caf::error& err) mutable {
-      if (err)
-        fail(std::move(err));
-      else
-        guarded([&] { f(rows); });
-    };
-    send_pull(q, n, true);
+    pull_rows(q, n, std::function<void(std::vector<element>&)>(std::move(f)));
   }
 
   /// Like pull(), but the 1..n rows come as one batch `f(element& batch)`
   /// (a view of an enqueued batch when they are consecutive rows of it).
   template <class F>
   void pull_batch(const queue_actor& q, int32_t n, F f) {
-    if (on_pulled_)
-      throw std::logic_error("quern::async_run::pull_batch while a pull is pending");
-    on_pulled_ = [this, f](std::vector<element>& batches, caf::error& err) mutable {
-      if (err)
-        fail(std::move(err));
-      else
-        guarded([&] { f(batches.front()); });
-    };
-    send_pull(q, n, false);
+    pull_one_batch(q, n, element_fn(std::move(f)));
   }
 
 private:
-  friend struct detail::async_worker_access;
-  /// abandoned: the worker was stopped during the run; what the run does
-  /// afterwards is ignored (its sources went back).
-  enum class state { running, done, end, failed, abandoned };
+  using element_fn = std::function<void(element&)>;
+  /// A dequeue (`any_size`: one row), dequeue_many or dequeue_up_to of `n`.
+  void take(const queue_actor& q, batch_cut cut, int32_t n, element_fn f);
+  void pull_rows(const queue_actor& q, int32_t n,
+                 std::function<void(std::vector<element>&)> f);
+  void pull_one_batch(const queue_actor& q, int32_t n, element_fn f);
 
-  template <class Atom, class... Ts>
-  void take_request_impl(const queue_actor& q, std::function<void(element&)> f,
-                         bool is_batch, Atom atom, Ts... xs) {
-    request_sent(q);
-    self_->request(q, caf::infinite, atom, xs...)
-        .then(
-            [this, q, f, is_batch](element& e) mutable {
-              if (answer_arrived(q, e, is_batch))
-                guarded([&] { f(e); });
-            },
-            [this](caf::error& err) {
-              if (answer_failed())
-                fail(std::move(err));
-            });
-  }
-  template <class Atom, class F>
-  void take_request(const queue_actor& q, Atom atom, caf::timespan t, F f,
-                    bool is_batch) {
-    take_request_impl(q, std::function<void(element&)>(std::move(f)), is_batch, atom, t);
-  }
-  template <class Atom, class F>
-  void take_request(const queue_actor& q, Atom atom, int32_t n, caf::timespan t, F f,
-                    bool is_batch) {
-    take_request_impl(q, std::function<void(element&)>(std::move(f)), is_batch, atom, n,
-                      t);
-  }
-  /// The bookkeeping of sources (queue_runner.cpp).
-  void request_sent(const queue_actor& q);
-  void pull_sent(const queue_actor& q);
-  /// Asks `q` for 1..n rows, as rows or as one batch (a demand, cut any).
-  void send_pull(const queue_actor& q, int32_t n, bool as_rows) {
-    pull_sent(q);
-    pull_as_rows_ = as_rows;
-    demand d;
-    d.n = n;
-    d.cut = batch_cut::any_size;
-    d.as_rows = as_rows;
-    self_->send(q, pull_atom::value, d);
-  }
-  /// An answer to a dequeue helper: false if the run was abandoned (the rows
-  /// went back to `q`), else the rows are recorded as this run's sources.
-  bool answer_arrived(const queue_actor& q, const element& e, bool is_batch);
-  /// A dequeue helper failed: false if the run was abandoned.
-  bool answer_failed();
-
-  template <class G>
-  void guarded(G&& g) {
-    try {
-      g();
-    } catch (...) {
-      if (completed())
-        throw;
-      fail(std::current_exception());
-    }
-  }
-  void complete(state s);
-  bool abandoned() const noexcept { return state_ == state::abandoned; }
-
-  caf::event_based_actor* self_ = nullptr;
-  uint64_t index_ = 0;
-  state state_ = state::running;
-  detail::run_output out_;
-  caf::error error_;
-  std::function<void()> on_complete_;
-  /// The pending pull's continuation: its rows, or its one batch.
-  std::function<void(std::vector<element>&, caf::error&)> on_pulled_;
-  /// Whether the last pull asked for rows rather than a batch (its answer
-  /// may come after the run was abandoned, and its rows still go back).
-  bool pull_as_rows_ = true;
-  const std::atomic<bool>* stop_ = nullptr;
-  /// Rows this run took from upstream queues, and where from.
-  std::vector<detail::taken_rows> taken_;
-  /// Where the pending pull (if any) went; answers of dequeue helpers still
-  /// owed, and the queues they were asked of.
-  queue_actor pull_from_;
-  bool pull_pending_ = false;
-  int32_t requests_pending_ = 0;
-  std::vector<queue_actor> asked_;
-  /// Called when an abandoned run's last owed answer arrived.
-  std::function<void()> on_settled_;
-  /// Called before each pull is sent, with the queue it goes to.
-  std::function<void(const queue_actor&)> on_pull_;
+  detail::async_client* client_;
 };
 
 /// One run of a blocking enqueue op. The op runs in its worker's own thread
@@ -267,21 +133,20 @@ private:
 /// queue-closed code) ends the worker cleanly, anything else is reported.
 class blocking_run {
 public:
-  uint64_t index() const noexcept { return index_; }
+  /// Made by the worker, which keeps the run's state in `state`.
+  explicit blocking_run(detail::blocking_state& state) noexcept : state_(&state) {}
+
+  uint64_t index() const noexcept;
   /// Whether stop was requested: long-running ops should check it.
   bool should_stop() const noexcept;
-  void emit(element row) { out_.add_row(std::move(row)); }
-  void emit_many(element batch) { out_.add_batch(std::move(batch)); }
+  void emit(element row);
+  void emit_many(element batch);
   void emit(std::vector<element> rows);
   /// The input is exhausted: enqueue what was emitted, then end the worker.
-  void end() { end_ = true; }
+  void end();
 
 private:
-  friend struct detail::async_worker_access;
-  uint64_t index_ = 0;
-  bool end_ = false;
-  detail::run_output out_;
-  const std::atomic<bool>* stop_ = nullptr;
+  detail::blocking_state* state_;
 };
 
 using async_enqueue_fn = std::function<void(async_run&)>;

@@ -208,7 +208,7 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
 void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight& r) {
   if (r.refused > 0) {
     if (r.stored == 0 && !r.sources.empty())
-      async_worker_access::give_back_all(self, r.sources);
+      give_back_all(self, r.sources);
     else
       p.rows_dropped += r.refused;
   }

@@ -1,10 +1,12 @@
 #pragma once
 
-// What the parts of a queue runner share (private to actors/): the messages
-// between its handle, its actor and its workers, the stop signal, the access
-// its workers have to an async_run, and how one part starts the others. The
-// runner's state (live workers, errors, rows dropped) is its actor's. The parts:
-//   run.cpp             async_run, blocking_run, run_output (what an op sees)
+// What the parts of a queue runner share (private to coordination/): the
+// messages between its handle, its actor and its workers, the stop signal,
+// and how one part starts the others. The runner's state (live workers,
+// errors, rows dropped) is its actor's. The parts:
+//   async_client.hpp    what a run is made of: its output, its sources, the
+//                       async op's client (the workers' way to a run)
+//   run.cpp             async_run, blocking_run, async_client (what an op sees)
 //   runner_pipe.*       how a worker pushes its runs' rows and ends
 //   runner_workers.cpp  the async and the blocking worker
 //   runner_actor.cpp    the runner actor: starts, watches and stops workers
@@ -26,6 +28,8 @@
 #include <caf/timespan.hpp>
 
 #include "quern/queue_runner.hpp"
+
+#include "async_client.hpp"
 
 namespace quern::detail {
 
@@ -72,131 +76,6 @@ private:
   bool published_ = false;
   int64_t rows_dropped_ = 0;
   std::vector<caf::error> exceptions_;
-};
-
-struct async_worker_access {
-  static void reset(async_run& r, caf::event_based_actor* self, uint64_t index,
-                    const std::atomic<bool>* stop) {
-    r.self_ = self;
-    r.index_ = index;
-    r.state_ = async_run::state::running;
-    r.out_.clear();
-    r.error_ = caf::error{};
-    r.stop_ = stop;
-    r.taken_.clear();
-  }
-  static void set_on_complete(async_run& r, std::function<void()> f) {
-    r.on_complete_ = std::move(f);
-  }
-  static void set_on_settled(async_run& r, std::function<void()> f) {
-    r.on_settled_ = std::move(f);
-  }
-  static void set_on_pull(async_run& r, std::function<void(const queue_actor&)> f) {
-    r.on_pull_ = std::move(f);
-  }
-  /// The rows the completed run took from upstream queues.
-  static std::vector<taken_rows> take_sources(async_run& r) {
-    return std::move(r.taken_);
-  }
-  /// The worker is stopped during the run: what the run took goes back (the
-  /// entries are returned, for receipts), its output is dropped, a pending
-  /// pull and pending dequeues are withdrawn (their answers, rows included,
-  /// go back when they come).
-  static std::vector<taken_rows> abandon(async_run& r) {
-    r.state_ = async_run::state::abandoned;
-    r.out_.clear();
-    auto sources = std::move(r.taken_);
-    r.taken_.clear();
-    give_back_all(r.self_, sources);
-    if (r.on_pulled_) {
-      r.on_pulled_ = nullptr;
-      r.self_->send(r.pull_from_, unpull_atom::value);
-    }
-    for (auto& q : r.asked_)
-      r.self_->send(q, unpull_atom::value);
-    return sources;
-  }
-  /// Whether answers are still owed to the run (a pull, dequeues).
-  static bool owed(const async_run& r) {
-    return r.pull_pending_ || r.requests_pending_ > 0;
-  }
-  /// A pull was answered: the pull is no longer pending.
-  static void pull_answered(async_run& r) { r.pull_pending_ = false; }
-  static const queue_actor& pull_from(const async_run& r) { return r.pull_from_; }
-  static bool abandoned(const async_run& r) { return r.abandoned(); }
-  /// Records pulled rows, numbered `first` on for their queue's receipts
-  /// (0: not numbered), as the run's sources (before the op sees them: it
-  /// may move them).
-  static void took(async_run& r, const std::vector<element>& rows, uint64_t first) {
-    taken_rows t;
-    t.from = r.pull_from_;
-    t.first_unit = first;
-    t.units = first > 0 ? rows.size() : 0;
-    // Kept flat: one allocation per pull, not one per row (a queue's rows
-    // all have its number of components).
-    t.width = rows.front().size();
-    if (t.width == 0) {
-      t.rows = rows;
-      r.taken_.push_back(std::move(t));
-      return;
-    }
-    t.flat.reserve(rows.size() * t.width);
-    for (auto& e : rows) {
-      if (e.size() != t.width) { // cannot happen for rows of one queue
-        t.flat.clear();
-        t.width = 0;
-        t.rows = rows;
-        break;
-      }
-      t.flat.insert(t.flat.end(), e.components.begin(), e.components.end());
-    }
-    r.taken_.push_back(std::move(t));
-  }
-  static void took_batch(async_run& r, const element& batch, uint64_t first) {
-    taken_rows t;
-    t.from = r.pull_from_;
-    t.first_unit = first;
-    t.units = first > 0 ? 1 : 0;
-    t.batch = batch;
-    t.is_batch = true;
-    r.taken_.push_back(std::move(t));
-  }
-  /// Sends rows back to the front of the queues they came from (the
-  /// entries keep where they came from and their numbers, for receipts).
-  static void give_back_all(caf::event_based_actor* self,
-                            std::vector<taken_rows>& taken) {
-    for (auto& t : taken) {
-      auto from = t.from;
-      auto rows = std::move(t).to_rows();
-      if (from && !rows.empty())
-        self->send(from, give_back_atom::value, std::move(rows));
-    }
-  }
-  static bool failed(const async_run& r) { return r.state_ == async_run::state::failed; }
-  /// Hands a pulled(xs, err) answer to the run that asked for it; false if
-  /// no pull is pending.
-  static bool deliver_pulled(async_run& r, std::vector<element>& xs, caf::error& err) {
-    if (!r.on_pulled_)
-      return false;
-    auto f = std::move(r.on_pulled_);
-    r.on_pulled_ = nullptr;
-    f(xs, err);
-    return true;
-  }
-  /// Whether the last pull asked for rows (else for one batch).
-  static bool pulled_rows(const async_run& r) { return r.pull_as_rows_; }
-  static bool ended(const async_run& r) { return r.state_ == async_run::state::end; }
-  static caf::error& error(async_run& r) { return r.error_; }
-  static run_output& out(async_run& r) { return r.out_; }
-
-  static void reset(blocking_run& r, uint64_t index, const std::atomic<bool>* stop) {
-    r.index_ = index;
-    r.end_ = false;
-    r.out_.clear();
-    r.stop_ = stop;
-  }
-  static bool ended(const blocking_run& r) { return r.end_; }
-  static run_output& out(blocking_run& r) { return r.out_; }
 };
 
 /// Whether a worker's exit reason is an error to report (QR-6, QR-7): not

@@ -16,7 +16,7 @@ namespace {
 
 struct async_worker_state {
   async_enqueue_fn fn;
-  async_run run;
+  async_client client; // the op's run
   push_pipe pipe;
   /// Upstream queues this worker pulled from, monitored: a pull sent to a
   /// queue that is gone is never answered.
@@ -32,14 +32,14 @@ void start_async_run(async_worker_ptr self) {
   if (!st.pipe.may_run())
     return;
   st.pipe.run_active = true;
-  auto& r = st.run;
-  async_worker_access::reset(r, self, st.pipe.runs, st.pipe.stop.get());
+  auto& c = st.client;
+  c.reset(self, st.pipe.runs, st.pipe.stop.get());
   try {
-    st.fn(r);
+    st.fn(c.run());
   } catch (...) {
-    if (r.completed())
+    if (c.completed())
       throw; // the exception handler keeps the message
-    r.fail(std::current_exception());
+    c.run().fail(std::current_exception());
   }
 }
 
@@ -47,8 +47,7 @@ void start_async_run(async_worker_ptr self) {
 /// run is owed no answers.
 void async_try_finish(async_worker_ptr self) {
   auto& st = self->state;
-  try_finish(self, st.pipe,
-             async_worker_access::abandoned(st.run) && async_worker_access::owed(st.run));
+  try_finish(self, st.pipe, st.client.abandoned() && st.client.owed());
 }
 
 /// The async worker ends with `reason`: an active run is abandoned (its
@@ -57,7 +56,7 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   auto& st = self->state;
   if (st.pipe.run_active) {
     st.pipe.run_active = false;
-    st.pipe.upstream.release(self, async_worker_access::abandon(st.run));
+    st.pipe.upstream.release(self, st.client.abandon());
   }
   wind_down(self, st.pipe, std::move(reason));
   async_try_finish(self);
@@ -65,24 +64,23 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
 
 void async_run_completed(async_worker_ptr self) {
   auto& st = self->state;
-  auto& r = st.run;
+  auto& c = st.client;
   st.pipe.run_active = false;
   ++st.pipe.runs;
-  if (async_worker_access::failed(r)) {
+  if (c.failed()) {
     // The run's sources go back: it produced nothing.
-    auto sources = async_worker_access::take_sources(r);
-    async_worker_access::give_back_all(self, sources);
+    auto sources = c.take_sources();
+    give_back_all(self, sources);
     st.pipe.upstream.release(self, sources);
-    run_failed(self, st.pipe, std::move(async_worker_access::error(r)));
+    run_failed(self, st.pipe, std::move(c.error()));
     async_try_finish(self);
     return;
   }
-  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r),
-            async_worker_access::take_sources(r));
+  after_run(self, st.pipe, c.out(), c.ended(), c.take_sources());
 }
 
 void watch_pull_origin(async_worker_ptr self) {
-  auto& q = async_worker_access::pull_from(self->state.run);
+  auto& q = self->state.client.pull_from();
   if (q && self->state.watched.insert(q.address()).second)
     self->monitor(q);
 }
@@ -97,14 +95,13 @@ void async_worker_down(async_worker_ptr self, const caf::down_msg& dm) {
     return;
   }
   st.watched.erase(dm.source);
-  auto& r = st.run;
-  if (async_worker_access::pull_from(r).address() != dm.source ||
-      !async_worker_access::owed(r))
+  auto& c = st.client;
+  if (c.pull_from().address() != dm.source || !c.owed())
     return;
   std::vector<element> none;
   caf::error err = make_error(error_code::cancelled, "the queue pulled from is gone");
-  async_worker_access::pull_answered(r);
-  if (!async_worker_access::deliver_pulled(r, none, err))
+  c.pull_answered();
+  if (!c.deliver_pulled(none, err))
     async_try_finish(self);
 }
 
@@ -112,22 +109,22 @@ void async_worker_down(async_worker_ptr self, const caf::down_msg& dm) {
 /// or back to their queue if the run no longer waits for them.
 void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& err) {
   auto& st = self->state;
-  auto& r = st.run;
-  async_worker_access::pull_answered(r);
-  const bool rows = async_worker_access::pulled_rows(r);
-  auto from = async_worker_access::pull_from(r); // the next pull may change it
+  auto& c = st.client;
+  c.pull_answered();
+  const bool rows = c.pulled_rows();
+  auto from = c.pull_from(); // the next pull may change it
   // Numbered as the queue's side counts them (every unit of every answer);
   // those not kept as the run's sources are done with once handled here.
   auto units = xs.size();
   auto first = st.pipe.upstream.arrive(from, units);
-  if (!err && !xs.empty() && r.completed() == false) {
+  if (!err && !xs.empty() && !c.completed()) {
     if (rows)
-      async_worker_access::took(r, xs, first);
+      c.took(xs, first);
     else
-      async_worker_access::took_batch(r, xs.front(), first);
+      c.took_batch(xs.front(), first);
     units = 0;
   }
-  const bool delivered = async_worker_access::deliver_pulled(r, xs, err);
+  const bool delivered = c.deliver_pulled(xs, err);
   if (!delivered) {
     if (!xs.empty()) {
       std::vector<element> back;
@@ -153,11 +150,10 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
   auto& st = self->state;
   st.fn = std::move(fn);
   init_pipe(self, st.pipe, std::move(s));
-  async_worker_access::set_on_complete(st.run, [self] { async_run_completed(self); });
-  async_worker_access::set_on_settled(st.run, [self] { async_try_finish(self); });
-  async_worker_access::set_on_pull(st.run, [self](const queue_actor& q) {
-    self->state.pipe.upstream.pulling(self, q);
-  });
+  st.client.on_complete([self] { async_run_completed(self); });
+  st.client.on_settled([self] { async_try_finish(self); });
+  st.client.on_pull(
+      [self](const queue_actor& q) { self->state.pipe.upstream.pulling(self, q); });
   self->set_down_handler([self](caf::down_msg& dm) { async_worker_down(self, dm); });
   st.pipe.run_scheduled = true;
   self->send(self, worker_run_atom::value);
@@ -187,7 +183,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
 
 struct blocking_worker_state {
   blocking_enqueue_fn fn;
-  blocking_run run;
+  blocking_state run; // the op's run
   push_pipe pipe;
   static inline const char* name = "quern.blocking_worker";
 };
@@ -205,18 +201,17 @@ void start_blocking_run(blocking_worker_ptr self) {
   if (!st.pipe.may_run())
     return;
   auto& r = st.run;
-  async_worker_access::reset(r, st.pipe.runs++, st.pipe.stop.get());
+  r.reset(st.pipe.runs++, st.pipe.stop.get());
   try {
     // Named in the exit report while it runs (quern::actor_system).
     exit_watch::in_run running{self->system(), st.pipe.name, r.index()};
-    st.fn(r); // may block: this actor has its own thread
+    st.fn(r.run()); // may block: this actor has its own thread
   } catch (...) {
     run_failed(self, st.pipe, error_from_exception(std::current_exception()));
     try_finish(self, st.pipe, false);
     return;
   }
-  after_run(self, st.pipe, async_worker_access::out(r), async_worker_access::ended(r),
-            {});
+  after_run(self, st.pipe, r.out(), r.ended(), {});
 }
 
 caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
