@@ -6,6 +6,12 @@
 #include <cstdlib>
 #include <limits>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "files.hpp"
 #include "logdir.hpp"
 #include "text.hpp"
 
@@ -88,4 +94,38 @@ TEST_CASE("runs are ordered as TensorBoard lists them", "[board]") {
   for (auto& r : runs)
     names.push_back(r.run);
   CHECK(names == std::vector<std::string>{"c", "a", "b", "none"});
+}
+
+TEST_CASE("write_file_whole never writes through a link planted beside the file",
+          "[board]") {
+  // quern-node's --port-file X was written through X.tmp: anyone who may
+  // write beside X could point X.tmp at a file of the user's.
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("quern-files-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  std::ofstream(dir / "victim") << "precious\n";
+  fs::create_symlink(dir / "victim", dir / "port.tmp");
+  auto port = (dir / "port").string();
+  CHECK(cli::write_file_whole(port, "6006\n").empty());
+  CHECK(slurp(dir / "victim") == "precious\n");
+  CHECK(slurp(dir / "port") == "6006\n");
+  // Written again: replaced whole, nothing left beside it.
+  CHECK(cli::write_file_whole(port, "7000\n").empty());
+  CHECK(slurp(dir / "port") == "7000\n");
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir))
+    files += e.path().filename().string().find("port.tmp.") == 0;
+  CHECK(files == 0);
+  // A directory that is not there is named.
+  auto why = cli::write_file_whole((dir / "no/port").string(), "1\n");
+  CHECK(why ==
+        "cannot write '" + (dir / "no/port").string() + "': No such file or directory");
+  fs::remove_all(dir);
 }

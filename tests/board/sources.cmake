@@ -13,7 +13,8 @@ if(TARGET quern-board)
             ${PROJECT_SOURCE_DIR}/tools/quern_board/logdir.cpp
             ${PROJECT_SOURCE_DIR}/tools/quern_board/text.cpp
     LIBS quern::logging)
-  target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board)
+  target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board
+                                                     ${PROJECT_SOURCE_DIR}/tools/common)
 
   set(quern_board_test_out ${CMAKE_CURRENT_BINARY_DIR}/board)
   set(quern_board_test_args

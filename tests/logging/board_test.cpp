@@ -334,3 +334,31 @@ TEST_CASE("quern-board html names the file it cannot write", "[board]") {
   CHECK(r.err == "quern-board: cannot write '" + (dir / "no/such/dir/page.html") +
                      "': No such file or directory\n");
 }
+
+TEST_CASE("quern-board html never writes through a link planted beside the page",
+          "[board]") {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  write_runs(dir / "logs");
+  // Someone who may write in a shared LOGDIR points the names the page was
+  // once written through at a file of the user's.
+  test::write_file(dir / "victim", "precious\n");
+  fs::create_symlink(dir / "victim", dir / "logs/index.html.tmp");
+  auto r = board("html " + (dir / "logs"), dir.path());
+  CHECK(r.status == 0);
+  CHECK(test::read_file(dir / "victim") == "precious\n");
+  CHECK(test::read_file(dir / "logs/index.html").find("<!DOCTYPE html>") == 0);
+  CHECK(fs::is_symlink(dir / "logs/index.html.tmp"));
+  // A link at the page's own name is replaced, not followed.
+  fs::remove(dir / "logs/index.html");
+  fs::create_symlink(dir / "victim", dir / "logs/index.html");
+  auto again = board("html " + (dir / "logs"), dir.path());
+  CHECK(again.status == 0);
+  CHECK(test::read_file(dir / "victim") == "precious\n");
+  CHECK_FALSE(fs::is_symlink(dir / "logs/index.html"));
+  // Nothing is left beside it.
+  size_t left = 0;
+  for (auto& e : fs::directory_iterator(dir / "logs"))
+    left += e.path().filename().string().find("index.html.tmp.") == 0;
+  CHECK(left == 0);
+}

@@ -23,6 +23,7 @@
 #include <boost/program_options.hpp>
 
 #include "command_line.hpp"
+#include "files.hpp"
 #include "logdir.hpp"
 #include "page.hpp"
 #include "quern/error.hpp"
@@ -119,26 +120,10 @@ int write_html(const std::string& logdir, const std::vector<quern::run_files>& r
     std::cout << page;
     std::cout.flush();
   } else {
-    // Written aside and renamed: a browser or server never sees half a page.
-    auto tmp = output + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << page;
-      out.close();
-      if (!out) {
-        std::cerr << "quern-board: cannot write '" << output
-                  << "': " << std::strerror(errno) << "\n";
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        return exit_usage;
-      }
-    }
-    std::error_code ec;
-    fs::rename(tmp, output, ec);
-    if (ec) {
-      std::cerr << "quern-board: cannot write '" << output << "': " << ec.message()
-                << "\n";
-      fs::remove(tmp, ec);
+    // Written aside (a new file, never through a link) and renamed: a
+    // browser or server never sees half a page.
+    if (auto why = quern::cli::write_file_whole(output, page); !why.empty()) {
+      std::cerr << "quern-board: " << why << "\n";
       return exit_usage;
     }
     size_t points = 0;
