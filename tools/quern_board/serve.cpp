@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -362,15 +364,48 @@ private:
   std::shared_ptr<http::response_serializer<http::string_body>> sr_;
 };
 
-void do_accept(tcp::acceptor& acceptor, server& srv) {
-  acceptor.async_accept([&acceptor, &srv](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted)
-      return;
-    if (!ec)
-      std::make_shared<session>(std::move(socket), srv)->start();
-    do_accept(acceptor, srv);
-  });
-}
+/// Accepts connections one after another. At the descriptor limit (EMFILE,
+/// ENFILE) or out of buffers, accepting again at once would fail again at
+/// once and spin a core: it pauses 100 ms (said once on stderr) while the
+/// open connections are served and close.
+class acceptor_loop {
+public:
+  acceptor_loop(tcp::acceptor& acceptor, server& srv)
+      : acceptor_(acceptor), srv_(srv), pause_(acceptor.get_executor()) {}
+
+  void start() {
+    acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted)
+        return;
+      if (!ec) {
+        std::make_shared<session>(std::move(socket), srv_)->start();
+        return start();
+      }
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+          ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
+        if (!said_) {
+          std::cerr << "quern-board: cannot accept a connection: " << ec.message()
+                    << " (open connections are served; accepting again every 100 ms)"
+                    << std::endl;
+          said_ = true;
+        }
+        pause_.expires_after(std::chrono::milliseconds(100));
+        pause_.async_wait([this](beast::error_code e) {
+          if (e != asio::error::operation_aborted)
+            start();
+        });
+        return;
+      }
+      start();
+    });
+  }
+
+private:
+  tcp::acceptor& acceptor_;
+  server& srv_;
+  asio::steady_timer pause_;
+  bool said_ = false;
+};
 
 } // namespace
 
@@ -404,7 +439,8 @@ int serve(const serve_options& opt) {
     // Stop accepting and drop open connections: the loop then ends.
     ioc.stop();
   });
-  do_accept(acceptor, srv);
+  acceptor_loop accepting{acceptor, srv};
+  accepting.start();
   std::cout << "quern-board: serving " << opt.logdir
             << " on http://127.0.0.1:" << srv.port << "/ (Ctrl-C stops)" << std::endl;
   ioc.run();
