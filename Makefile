@@ -29,7 +29,7 @@ INSTALL_TARGETS = quern_messages quern_runtime quern_queues quern_logging quern_
                   quern_input quern_net quern-board quern-node
 
 .PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-fuzz-smoke build-tsan demo install test test-plain \
-        test-consumer test-asan test-fuzz fuzz tsan soak bench format clean
+        test-consumer test-asan test-fuzz fuzz tsan soak stress bench format clean
 
 all: build
 
@@ -130,6 +130,9 @@ tsan: build-tsan
 
 soak: build
 	$(BUILD)/tests/quern_soak --seconds $(SOAK_SECONDS)
+
+stress: build
+	node tests/board/board_stress.js --board $(BUILD)/tools/quern-board --helper $(BUILD)/tests/quern_test_board_logdir --out $(BUILD)/stress
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done

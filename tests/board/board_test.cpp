@@ -1,9 +1,18 @@
 // quern-board, run as a separate process on event files written here.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
@@ -333,4 +342,154 @@ TEST_CASE("quern-board html names the file it cannot write", "[board]") {
   CHECK(r.status == 1);
   CHECK(r.err == "quern-board: cannot write '" + (dir / "no/such/dir/page.html") +
                      "': No such file or directory\n");
+}
+
+TEST_CASE("quern-board html never writes through a link planted beside the page",
+          "[board]") {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  write_runs(dir / "logs");
+  // Someone who may write in a shared LOGDIR points the names the page was
+  // once written through at a file of the user's.
+  test::write_file(dir / "victim", "precious\n");
+  fs::create_symlink(dir / "victim", dir / "logs/index.html.tmp");
+  auto r = board("html " + (dir / "logs"), dir.path());
+  CHECK(r.status == 0);
+  CHECK(test::read_file(dir / "victim") == "precious\n");
+  CHECK(test::read_file(dir / "logs/index.html").find("<!DOCTYPE html>") == 0);
+  CHECK(fs::is_symlink(dir / "logs/index.html.tmp"));
+  // A link at the page's own name is replaced, not followed.
+  fs::remove(dir / "logs/index.html");
+  fs::create_symlink(dir / "victim", dir / "logs/index.html");
+  auto again = board("html " + (dir / "logs"), dir.path());
+  CHECK(again.status == 0);
+  CHECK(test::read_file(dir / "victim") == "precious\n");
+  CHECK_FALSE(fs::is_symlink(dir / "logs/index.html"));
+  // Nothing is left beside it.
+  size_t left = 0;
+  for (auto& e : fs::directory_iterator(dir / "logs"))
+    left += e.path().filename().string().find("index.html.tmp.") == 0;
+  CHECK(left == 0);
+}
+
+namespace {
+
+/// `quern-board serve` started in the background (behind `shell`, shell
+/// commands run before it), on a free port.
+struct served_board {
+  pid_t pid = -1;
+  int port = 0;
+  std::FILE* out = nullptr;
+
+  served_board(const std::string& args, const std::string& shell = "") {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      auto cmd = shell + "exec " + QUERN_BOARD_PATH + " serve " + args + " --port 0";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out = ::fdopen(fds[0], "r");
+    char line[512] = {};
+    REQUIRE(std::fgets(line, sizeof line, out) != nullptr);
+    std::string first = line;
+    auto colon = first.find("127.0.0.1:");
+    REQUIRE(colon != std::string::npos);
+    port = std::stoi(first.substr(colon + 10));
+  }
+  ~served_board() {
+    ::kill(pid, SIGTERM);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    std::fclose(out);
+  }
+  /// User and system CPU time so far, in clock ticks.
+  long cpu_ticks() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string f;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i) {
+      if (i == 14)
+        utime = std::stol(f);
+      if (i == 15)
+        stime = std::stol(f);
+    }
+    return utime + stime;
+  }
+};
+
+int connect_to(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// GET `target`: the whole answer (status line, headers, body), or "" when
+/// the connection failed.
+std::string http_get(int port, const std::string& target) {
+  int fd = connect_to(port);
+  if (fd < 0)
+    return "";
+  auto req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return "";
+  }
+  std::string answer;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    answer.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return answer;
+}
+
+} // namespace
+
+TEST_CASE("quern-board serve at its descriptor limit waits instead of spinning",
+          "[board]") {
+  temp_dir dir;
+  write_runs(dir / "logs");
+  served_board srv(dir / "logs", "ulimit -n 24; ");
+  REQUIRE(http_get(srv.port, "/data").find("HTTP/1.1 200 OK") == 0);
+  // Far more connections than the server may open: the ones it cannot
+  // accept wait in the listen queue, and accept fails with EMFILE.
+  std::vector<int> conns;
+  for (int i = 0; i < 60; ++i) {
+    int fd = connect_to(srv.port);
+    if (fd >= 0)
+      conns.push_back(fd);
+  }
+  REQUIRE(conns.size() > 30);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto before = srv.cpu_ticks();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto used = srv.cpu_ticks() - before;
+  // Spinning on accept burns the whole 2 s (200 ticks); waiting, almost none.
+  CHECK(used < ::sysconf(_SC_CLK_TCK) / 2);
+  for (int fd : conns)
+    ::close(fd);
+  // The server is still there and answers.
+  std::string answer;
+  for (int i = 0; i < 50 && answer.find("HTTP/1.1 200 OK") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    answer = http_get(srv.port, "/data");
+  }
+  CHECK(answer.find("HTTP/1.1 200 OK") == 0);
 }

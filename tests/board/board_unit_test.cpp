@@ -6,6 +6,12 @@
 #include <cstdlib>
 #include <limits>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "files.hpp"
 #include "logdir.hpp"
 #include "text.hpp"
 
@@ -88,4 +94,79 @@ TEST_CASE("runs are ordered as TensorBoard lists them", "[board]") {
   for (auto& r : runs)
     names.push_back(r.run);
   CHECK(names == std::vector<std::string>{"c", "a", "b", "none"});
+}
+
+TEST_CASE("write_file_whole never writes through a link planted beside the file",
+          "[board]") {
+  // quern-node's --port-file X was written through X.tmp: anyone who may
+  // write beside X could point X.tmp at a file of the user's.
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("quern-files-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  std::ofstream(dir / "victim") << "precious\n";
+  fs::create_symlink(dir / "victim", dir / "port.tmp");
+  auto port = (dir / "port").string();
+  CHECK(cli::write_file_whole(port, "6006\n").empty());
+  CHECK(slurp(dir / "victim") == "precious\n");
+  CHECK(slurp(dir / "port") == "6006\n");
+  // Written again: replaced whole, nothing left beside it.
+  CHECK(cli::write_file_whole(port, "7000\n").empty());
+  CHECK(slurp(dir / "port") == "7000\n");
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir))
+    files += e.path().filename().string().find("port.tmp.") == 0;
+  CHECK(files == 0);
+  // A directory that is not there is named.
+  auto why = cli::write_file_whole((dir / "no/port").string(), "1\n");
+  CHECK(why ==
+        "cannot write '" + (dir / "no/port").string() + "': No such file or directory");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a long scalar series is thinned in memory, every extreme kept", "[board]") {
+  scalar_series s;
+  const size_t n = 1000000;
+  // A slow wave with one spike down and one up far from the ends.
+  for (size_t i = 0; i < n; ++i) {
+    float v = static_cast<float>(std::sin(static_cast<double>(i) / 5000.0));
+    if (i == 123457)
+      v = -50;
+    if (i == 876543)
+      v = 70;
+    s.add(static_cast<int64_t>(i), 1e9 + static_cast<double>(i), v);
+  }
+  s.settle();
+  CHECK(s.total() == n);
+  CHECK(s.thinned());
+  // Bounded: at most four points per bucket.
+  CHECK(s.steps.size() <= 4 * scalar_series::bucket_limit);
+  CHECK(s.steps.size() > scalar_series::bucket_limit);
+  REQUIRE(s.walls.size() == s.steps.size());
+  REQUIRE(s.values.size() == s.steps.size());
+  CHECK(s.steps.front() == 0);
+  CHECK(s.steps.back() == static_cast<int64_t>(n - 1));
+  for (size_t i = 1; i < s.steps.size(); ++i)
+    REQUIRE(s.steps[i] > s.steps[i - 1]); // file order
+  auto has = [&](int64_t step, float v) {
+    for (size_t i = 0; i < s.steps.size(); ++i)
+      if (s.steps[i] == step)
+        return s.values[i] == v && s.walls[i] == 1e9 + static_cast<double>(step);
+    return false;
+  };
+  CHECK(has(123457, -50));
+  CHECK(has(876543, 70));
+  // A short series keeps every point.
+  scalar_series few;
+  for (int i = 0; i < 500; ++i)
+    few.add(i, i, static_cast<float>(i));
+  few.settle();
+  CHECK_FALSE(few.thinned());
+  CHECK(few.steps.size() == 500);
 }

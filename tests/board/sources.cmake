@@ -16,6 +16,7 @@ if(TARGET quern-board)
             ${PROJECT_SOURCE_DIR}/tools/quern_board/text.cpp
     LIBS quern::logging)
   target_include_directories(quern_test_board PRIVATE ${PROJECT_SOURCE_DIR}/tools/quern_board
+                                                      ${PROJECT_SOURCE_DIR}/tools/common
                                                       ${PROJECT_SOURCE_DIR}/tests/logging)
   # Compiled apart: its helper `board(...)` would meet quern-board's own
   # namespace `board` in a unity batch.

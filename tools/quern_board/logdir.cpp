@@ -5,6 +5,12 @@
 #include <iostream>
 #include <limits>
 
+#include <sys/stat.h>
+
+#include "quern/format/record.hpp"
+#include "quern/io_error.hpp"
+#include "quern/summary/event.hpp"
+
 #include "quern/error.hpp"
 
 namespace quern::board {
@@ -43,84 +49,305 @@ std::string join_strings(const std::vector<std::string>& strings) {
   return out;
 }
 
+uint64_t get_le64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+uint32_t get_le32(const unsigned char* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
+         uint32_t{p[3]} << 24;
+}
+
+caf::error data_loss(const char* what, uint64_t offset) {
+  return make_error(error_code::data_loss,
+                    what + std::string(" record at ") + std::to_string(offset));
+}
+
+struct scan_result {
+  uint64_t end = 0;
+  size_t records = 0;
+  caf::error error;
+};
+
+/// Reads the records of `path` from `from` (a record boundary) on, one at a
+/// time (TFRecord framing and damage as quern's record_reader reports it),
+/// calling `each` with every event and its offset until it returns false.
+scan_result scan_events(const std::string& path, uint64_t from,
+                        const std::function<bool(summary_event&, uint64_t)>& each) {
+  scan_result r;
+  r.end = from;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    r.error = io_error(errno, "cannot open '" + path + "'");
+    return r;
+  }
+  struct closer {
+    std::FILE* f;
+    ~closer() { std::fclose(f); }
+  } close_it{f};
+  struct ::stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    r.error = io_error(EISDIR, "cannot open '" + path + "'");
+    return r;
+  }
+  uint64_t known_size = static_cast<uint64_t>(st.st_size);
+  std::setvbuf(f, nullptr, _IOFBF, 1 << 16);
+  if (from > 0 && ::fseeko(f, static_cast<off_t>(from), SEEK_SET) != 0) {
+    r.error = io_error(errno, "cannot read at offset " + std::to_string(from));
+    return r;
+  }
+  std::string payload;
+  uint64_t offset = from;
+  for (;;) {
+    unsigned char hdr[record_header_size];
+    auto n = std::fread(hdr, 1, sizeof hdr, f);
+    if (n == 0 && std::ferror(f)) {
+      r.error = io_error(errno, "cannot read at offset " + std::to_string(offset));
+      return r;
+    }
+    if (n == 0)
+      return r;
+    if (n < sizeof hdr) {
+      r.error = data_loss("truncated", offset);
+      return r;
+    }
+    if (mask_crc(crc32c(hdr, 8)) != get_le32(hdr + 8)) {
+      r.error = data_loss("corrupted", offset);
+      return r;
+    }
+    uint64_t length = get_le64(hdr);
+    auto end = offset + record_header_size + length + record_footer_size;
+    if (end > known_size || end < offset) {
+      if (::fstat(::fileno(f), &st) == 0)
+        known_size = static_cast<uint64_t>(st.st_size);
+    }
+    uint64_t body = known_size > offset + record_header_size
+                        ? known_size - offset - record_header_size
+                        : 0;
+    if (body == 0) {
+      r.error = data_loss("truncated", offset);
+      return r;
+    }
+    if (body < record_footer_size || body - record_footer_size < length) {
+      r.error = data_loss("truncated", offset + record_header_size);
+      return r;
+    }
+    payload.resize(length);
+    unsigned char ftr[record_footer_size];
+    if (std::fread(payload.data(), 1, length, f) != length ||
+        std::fread(ftr, 1, sizeof ftr, f) != sizeof ftr) {
+      r.error = data_loss("truncated", offset + record_header_size);
+      return r;
+    }
+    if (mask_crc(crc32c(payload)) != get_le32(ftr)) {
+      r.error = data_loss("corrupted", offset + record_header_size);
+      return r;
+    }
+    auto ev = decode_event(payload);
+    if (!ev) {
+      r.error = make_error(error_code::data_loss,
+                           "cannot parse Event at " + std::to_string(offset));
+      return r;
+    }
+    auto at = offset;
+    offset = end;
+    r.end = end;
+    ++r.records;
+    if (!each(*ev, at))
+      return r;
+  }
+}
+
+void stat_file(file_report& f) {
+  struct ::stat st {};
+  if (::stat(f.path.c_str(), &st) == 0) {
+    f.size = st.st_size;
+    f.mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+}
+
 } // namespace
 
-run_report make_run_report(const std::string& run,
-                           const std::vector<const event_file_contents*>& files,
-                           const selection& sel, bool keep_values) {
-  run_report rep;
-  rep.run = run;
-  rep.start_time = std::numeric_limits<double>::infinity();
-  for (auto* contents : files) {
-    file_report f;
-    f.path = contents->path;
-    f.records = contents->events.size();
-    f.error = contents->error;
-    for (auto& ev : contents->events) {
-      if (std::isinf(rep.start_time))
-        rep.start_time = ev.wall_time;
-      if (auto fv = caf::get_if<summary_event::file_version>(&ev.what)) {
-        f.version = fv->version;
+void scalar_series::start_bucket(const point& p) {
+  buckets_.push_back({p, p, p, p});
+}
+
+void scalar_series::add(int64_t step, double wall, float value) {
+  point p{total_++, step, wall, value};
+  dirty_ = true;
+  if (!thinned_) {
+    steps.push_back(step);
+    walls.push_back(wall);
+    values.push_back(value);
+    if (steps.size() <= exact_limit)
+      return;
+    // Too many to keep each: into buckets, half as many as may be.
+    thinned_ = true;
+    width_ = 1;
+    while ((steps.size() + width_ - 1) / width_ > bucket_limit / 2)
+      width_ *= 2;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      point q{i, steps[i], walls[i], values[i]};
+      if (i % width_ == 0) {
+        start_bucket(q);
         continue;
       }
-      auto summary = caf::get_if<summary_event::summary>(&ev.what);
-      if (!summary) {
-        ++rep.other_events[event_name(ev.what)];
-        continue;
-      }
-      for (auto& v : summary->values) {
-        if (!sel.wants_tag(v.tag))
-          continue;
-        auto& st = rep.tags[v.tag];
-        double value = 0.0;
-        if (auto x = caf::get_if<float>(&v.value))
-          value = *x;
-        else if (auto h = caf::get_if<histogram_data>(&v.value))
-          value = h->num;
-        if (st.count == 0) {
-          st.kind = v.kind();
-          st.min_step = st.max_step = st.first_step = ev.step;
-          st.first_value = value;
-        } else if (ev.step < st.last_step) {
-          ++st.out_of_order;
-        }
-        if (!v.plugin_name.empty())
-          st.plugin = v.plugin_name;
-        ++st.count;
-        st.min_step = std::min(st.min_step, ev.step);
-        st.max_step = std::max(st.max_step, ev.step);
-        st.last_step = ev.step;
-        st.last_value = value;
-        if (!keep_values)
-          continue;
-        struct keep {
-          run_report& rep;
-          const summary_event& ev;
-          const std::string& tag;
-          void operator()(float x) {
-            auto it = rep.scalars.try_emplace(tag).first;
-            auto& s = it->second;
-            rep.scalar_order.emplace_back(&it->first, s.steps.size());
-            s.steps.push_back(ev.step);
-            s.walls.push_back(ev.wall_time);
-            s.values.push_back(x);
-          }
-          void operator()(const histogram_data& h) {
-            rep.histograms[tag].push_back({ev.step, ev.wall_time, h});
-          }
-          void operator()(const image_data& img) {
-            rep.images[tag].push_back({ev.step, ev.wall_time, img});
-          }
-          void operator()(const text_tensor& t) {
-            rep.texts[tag].push_back({ev.step, ev.wall_time, join_strings(t.strings)});
-          }
-        };
-        caf::visit(keep{rep, ev, v.tag}, v.value);
-      }
+      auto& b = buckets_.back();
+      if (q.value < b.low.value)
+        b.low = q;
+      if (q.value > b.high.value)
+        b.high = q;
+      b.last = q;
     }
-    if (f.error)
-      rep.damaged = true;
-    rep.files.push_back(std::move(f));
+    std::vector<int64_t>().swap(steps);
+    std::vector<double>().swap(walls);
+    std::vector<float>().swap(values);
+    return;
+  }
+  if (p.index % width_ == 0) {
+    if (buckets_.size() == bucket_limit) {
+      // Full: pairs of buckets become one, twice as wide.
+      size_t n = 0;
+      for (size_t i = 0; i < buckets_.size(); i += 2, ++n) {
+        auto a = buckets_[i];
+        if (i + 1 < buckets_.size()) {
+          auto& b = buckets_[i + 1];
+          if (b.low.value < a.low.value)
+            a.low = b.low;
+          if (b.high.value > a.high.value)
+            a.high = b.high;
+          a.last = b.last;
+        }
+        buckets_[n] = a;
+      }
+      buckets_.resize(n);
+      width_ *= 2;
+    }
+    if (p.index % width_ == 0) {
+      start_bucket(p);
+      return;
+    }
+  }
+  auto& b = buckets_.back();
+  if (p.value < b.low.value || std::isnan(b.low.value))
+    b.low = p;
+  if (p.value > b.high.value || std::isnan(b.high.value))
+    b.high = p;
+  b.last = p;
+}
+
+void scalar_series::settle() {
+  if (!dirty_ || !thinned_)
+    return;
+  dirty_ = false;
+  steps.clear();
+  walls.clear();
+  values.clear();
+  for (auto& b : buckets_) {
+    const point* ps[] = {&b.first, &b.low, &b.high, &b.last};
+    std::sort(std::begin(ps), std::end(ps),
+              [](const point* x, const point* y) { return x->index < y->index; });
+    uint64_t prev = UINT64_MAX;
+    for (auto* q : ps) {
+      if (q->index == prev)
+        continue;
+      prev = q->index;
+      steps.push_back(q->step);
+      walls.push_back(q->wall);
+      values.push_back(q->value);
+    }
+  }
+}
+
+void read_into(run_report& rep, file_report file, const selection& sel,
+               bool keep_values) {
+  if (rep.files.empty() || rep.files.back().path != file.path) {
+    file.records = 0;
+    file.end = 0;
+    rep.files.push_back(std::move(file));
+  }
+  auto& f = rep.files.back();
+  stat_file(f);
+  auto scanned = scan_events(f.path, f.end, [&](summary_event& ev, uint64_t) {
+    if (std::isinf(rep.start_time))
+      rep.start_time = ev.wall_time;
+    if (auto fv = caf::get_if<summary_event::file_version>(&ev.what)) {
+      f.version = fv->version;
+      return true;
+    }
+    auto summary = caf::get_if<summary_event::summary>(&ev.what);
+    if (!summary) {
+      ++rep.other_events[event_name(ev.what)];
+      return true;
+    }
+    for (auto& v : summary->values) {
+      if (!sel.wants_tag(v.tag))
+        continue;
+      auto& st = rep.tags[v.tag];
+      double value = 0.0;
+      if (auto x = caf::get_if<float>(&v.value))
+        value = *x;
+      else if (auto h = caf::get_if<histogram_data>(&v.value))
+        value = h->num;
+      if (st.count == 0) {
+        st.kind = v.kind();
+        st.min_step = st.max_step = st.first_step = ev.step;
+        st.first_value = value;
+      } else if (ev.step < st.last_step) {
+        ++st.out_of_order;
+      }
+      if (!v.plugin_name.empty())
+        st.plugin = v.plugin_name;
+      ++st.count;
+      st.min_step = std::min(st.min_step, ev.step);
+      st.max_step = std::max(st.max_step, ev.step);
+      st.last_step = ev.step;
+      st.last_value = value;
+      if (!keep_values)
+        continue;
+      struct keep {
+        run_report& rep;
+        const summary_event& ev;
+        std::string& tag;
+        void operator()(float x) { rep.scalars[tag].add(ev.step, ev.wall_time, x); }
+        void operator()(const histogram_data& h) {
+          rep.histograms.try_emplace(tag, histogram_limit)
+              .first->second.add({ev.step, ev.wall_time, compress_histogram(h)});
+        }
+        void operator()(image_data& img) {
+          rep.images.try_emplace(tag, image_limit)
+              .first->second.add({ev.step, ev.wall_time, std::move(img)});
+        }
+        void operator()(const text_tensor& t) {
+          rep.texts.try_emplace(tag, text_limit)
+              .first->second.add({ev.step, ev.wall_time, join_strings(t.strings)});
+        }
+      };
+      caf::visit(keep{rep, ev, v.tag}, v.value);
+    }
+    return true;
+  });
+  f.records += scanned.records;
+  f.end = scanned.end;
+  f.error = std::move(scanned.error);
+  rep.damaged = false;
+  for (auto& x : rep.files)
+    rep.damaged = rep.damaged || static_cast<bool>(x.error);
+  for (auto& [tag, series] : rep.scalars)
+    series.settle();
+}
+
+run_report read_run(const run_files& files, const selection& sel, bool keep_values) {
+  run_report rep;
+  rep.run = files.run;
+  rep.start_time = std::numeric_limits<double>::infinity();
+  for (auto& path : files.files) {
+    file_report f;
+    f.path = path;
+    read_into(rep, std::move(f), sel, keep_values);
   }
   return rep;
 }
@@ -139,20 +366,76 @@ void sort_by_start_time(std::vector<run_report>& runs) {
 std::vector<run_report> read_runs(const std::vector<run_files>& runs,
                                   const selection& sel, bool keep_values) {
   std::vector<run_report> result;
+  for (auto& r : runs)
+    if (sel.wants_run(r.run))
+      result.push_back(read_run(r, sel, keep_values));
+  sort_by_start_time(result);
+  return result;
+}
+
+std::vector<run_files> runs_by_start_time(const std::vector<run_files>& runs,
+                                          const selection& sel) {
+  std::vector<run_report> order;
   for (auto& r : runs) {
     if (!sel.wants_run(r.run))
       continue;
-    std::vector<event_file_contents> contents;
-    contents.reserve(r.files.size());
-    for (auto& path : r.files)
-      contents.push_back(read_event_file(path));
-    std::vector<const event_file_contents*> ptrs;
-    for (auto& c : contents)
-      ptrs.push_back(&c);
-    result.push_back(make_run_report(r.run, ptrs, sel, keep_values));
+    run_report rep;
+    rep.run = r.run;
+    rep.start_time = std::numeric_limits<double>::infinity();
+    for (auto& path : r.files) {
+      scan_events(path, 0, [&](summary_event& ev, uint64_t) {
+        rep.start_time = ev.wall_time;
+        return false;
+      });
+      if (!std::isinf(rep.start_time))
+        break;
+    }
+    order.push_back(std::move(rep));
   }
-  sort_by_start_time(result);
+  sort_by_start_time(order);
+  std::map<std::string, const run_files*> by_name;
+  for (auto& r : runs)
+    by_name[r.run] = &r;
+  std::vector<run_files> result;
+  for (auto& rep : order)
+    result.push_back(*by_name.at(rep.run));
   return result;
+}
+
+std::vector<run_report>
+for_each_scalar(const std::vector<run_files>& runs, const selection& sel,
+                const std::function<bool(const std::string&, const std::string&, int64_t,
+                                         double, float)>& each) {
+  std::vector<run_report> reports;
+  bool go = true;
+  for (auto& r : runs_by_start_time(runs, sel)) {
+    if (!go)
+      break;
+    run_report rep;
+    rep.run = r.run;
+    for (auto& path : r.files) {
+      if (!go)
+        break;
+      file_report f;
+      f.path = path;
+      auto scanned = scan_events(path, 0, [&](summary_event& ev, uint64_t) {
+        auto summary = caf::get_if<summary_event::summary>(&ev.what);
+        if (!summary)
+          return true;
+        for (auto& v : summary->values)
+          if (auto x = caf::get_if<float>(&v.value); x && sel.wants_tag(v.tag))
+            if (!(go = each(r.run, v.tag, ev.step, ev.wall_time, *x)))
+              return false;
+        return true;
+      });
+      f.records = scanned.records;
+      f.error = std::move(scanned.error);
+      rep.damaged = rep.damaged || static_cast<bool>(f.error);
+      rep.files.push_back(std::move(f));
+    }
+    reports.push_back(std::move(rep));
+  }
+  return reports;
 }
 
 std::vector<std::string> damage_lines(const run_report& run) {

@@ -3,9 +3,11 @@
 // What quern-board knows about a log directory: every run (a folder with
 // event files), its files and their damage, per-tag statistics (what
 // `inspect` prints) and, when asked for, the values themselves (scalars,
-// histograms, text, images) for `export`, `html` and `serve`.
+// histograms, text, images) for `html` and `serve`, each series bounded in
+// memory; `export` streams the scalars from the files.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -23,6 +25,11 @@ struct file_report {
   size_t records = 0;
   std::string version;
   caf::error error;
+  /// The offset after the last record read (where reading goes on when the
+  /// file grows); its size and modification time when it was read.
+  uint64_t end = 0;
+  int64_t size = -1;
+  int64_t mtime = 0;
 };
 
 struct tag_stats {
@@ -38,11 +45,44 @@ struct tag_stats {
   std::string plugin;
 };
 
-/// One scalar series of one run, in file order.
-struct scalar_series {
+/// One scalar series of one run, in file order: every point up to
+/// `exact_limit` points; beyond, thinned to at most `bucket_limit` buckets
+/// of consecutive points, each keeping its first, lowest, highest and last
+/// point (so the series' first, last, lowest and highest points are always
+/// there). Memory is bounded by the limits, not by the log.
+class scalar_series {
+public:
+  static constexpr size_t exact_limit = 100000;
+  static constexpr size_t bucket_limit = 8192;
+
+  void add(int64_t step, double wall, float value);
+  /// Brings steps, walls and values up to date (after add).
+  void settle();
+  /// Every point seen (kept or not).
+  size_t total() const { return total_; }
+  bool thinned() const { return thinned_; }
+
+  /// The kept points, in file order (up to date after settle).
   std::vector<int64_t> steps;
   std::vector<double> walls;
   std::vector<float> values;
+
+private:
+  struct point {
+    uint64_t index;
+    int64_t step;
+    double wall;
+    float value;
+  };
+  struct bucket {
+    point first, low, high, last;
+  };
+  void start_bucket(const point& p);
+  size_t total_ = 0;
+  bool thinned_ = false;
+  bool dirty_ = false;
+  uint64_t width_ = 1; // points per bucket
+  std::vector<bucket> buckets_;
 };
 
 template <class T>
@@ -51,6 +91,51 @@ struct stamped {
   double wall;
   T value;
 };
+
+/// At most `limit` items of a series, spread over it: every k-th (k doubles
+/// when the list is full) and the latest. Memory bounded by the limit.
+template <class T>
+class spread_list {
+public:
+  explicit spread_list(size_t limit = 1000) : limit_(limit) {}
+  void add(T x) {
+    if (index_ % stride_ == 0) {
+      kept_.push_back(std::move(x));
+      latest_.clear();
+      if (kept_.size() > limit_) {
+        std::vector<T> half;
+        for (size_t i = 0; i < kept_.size(); i += 2)
+          half.push_back(std::move(kept_[i]));
+        kept_ = std::move(half);
+        stride_ *= 2;
+      }
+    } else {
+      latest_.assign(1, std::move(x));
+    }
+    ++index_;
+  }
+  /// The kept items and the latest, in order.
+  std::vector<const T*> items() const {
+    std::vector<const T*> out;
+    for (auto& x : kept_)
+      out.push_back(&x);
+    for (auto& x : latest_)
+      out.push_back(&x);
+    return out;
+  }
+  size_t size() const { return kept_.size() + latest_.size(); }
+  size_t total() const { return index_; }
+
+private:
+  size_t limit_;
+  size_t index_ = 0;
+  size_t stride_ = 1;
+  std::vector<T> kept_;
+  std::vector<T> latest_;
+};
+
+/// Histograms are kept as TensorBoard's compression (see compress_histogram).
+using compressed_histogram = std::vector<double>;
 
 struct run_report {
   std::string run;
@@ -61,14 +146,17 @@ struct run_report {
   std::map<std::string, tag_stats> tags;
   std::map<std::string, size_t> other_events; // session logs, log messages, graphs
   bool damaged = false;
-  // Filled only when values are kept:
+  // Filled only when values are kept (each bounded, see above):
   std::map<std::string, scalar_series> scalars;
-  std::map<std::string, std::vector<stamped<histogram_data>>> histograms;
-  std::map<std::string, std::vector<stamped<std::string>>> texts;
-  std::map<std::string, std::vector<stamped<image_data>>> images;
-  /// Scalars in file order across tags (tag, index into scalars[tag]).
-  std::vector<std::pair<const std::string*, size_t>> scalar_order;
+  std::map<std::string, spread_list<stamped<compressed_histogram>>> histograms;
+  std::map<std::string, spread_list<stamped<std::string>>> texts;
+  std::map<std::string, spread_list<stamped<image_data>>> images;
 };
+
+/// How many histograms, texts and images of one tag are kept at most.
+constexpr size_t histogram_limit = 1000;
+constexpr size_t text_limit = 1000;
+constexpr size_t image_limit = 100;
 
 /// Which runs and tags to read (empty sets: all).
 struct selection {
@@ -78,10 +166,13 @@ struct selection {
   bool wants_tag(const std::string& t) const { return tags.empty() || tags.count(t) > 0; }
 };
 
-/// Reads one run from already-read files (in file order).
-run_report make_run_report(const std::string& run,
-                           const std::vector<const event_file_contents*>& files,
-                           const selection& sel, bool keep_values);
+/// Reads `file` from offset `from` (a record boundary, 0 for the whole file)
+/// into `rep`, one event at a time, appending `file` to rep.files (or
+/// updating it when it is already the last one).
+void read_into(run_report& rep, file_report file, const selection& sel, bool keep_values);
+
+/// Reads one run, one event at a time.
+run_report read_run(const run_files& files, const selection& sel, bool keep_values);
 
 /// Reads every selected run; runs come ordered as TensorBoard lists them:
 /// by start time, runs without events last, ties by name.
@@ -90,6 +181,20 @@ std::vector<run_report> read_runs(const std::vector<run_files>& runs,
 
 /// Orders runs as TensorBoard lists them (see read_runs).
 void sort_by_start_time(std::vector<run_report>& runs);
+
+/// The selected runs in TensorBoard's order, from the first event of each
+/// (nothing else read).
+std::vector<run_files> runs_by_start_time(const std::vector<run_files>& runs,
+                                          const selection& sel);
+
+/// Calls `each(run, tag, step, wall, value)` for every selected scalar, runs
+/// in TensorBoard's order, events in file order, reading one event at a time;
+/// stops when `each` returns false. Returns the runs' files (records,
+/// damage) as read.
+std::vector<run_report>
+for_each_scalar(const std::vector<run_files>& runs, const selection& sel,
+                const std::function<bool(const std::string&, const std::string&, int64_t,
+                                         double, float)>& each);
 
 /// The damage of every file, one line each, as `inspect` reports it on stderr.
 std::vector<std::string> damage_lines(const run_report& run);

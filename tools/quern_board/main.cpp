@@ -7,7 +7,8 @@
 //   quern-board serve LOGDIR     the same page on 127.0.0.1, kept up to date
 //
 // Exit status: 0 success; 1 bad usage or an unreadable / empty log
-// directory; 2 a damaged event file (everything readable is still used).
+// directory; 2 a damaged event file (everything readable is still used);
+// 3 out of memory (a limit reached).
 
 #include <cerrno>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <boost/program_options.hpp>
 
 #include "command_line.hpp"
+#include "files.hpp"
 #include "logdir.hpp"
 #include "page.hpp"
 #include "quern/error.hpp"
@@ -37,6 +39,7 @@ namespace {
 
 constexpr int exit_usage = 1;
 constexpr int exit_damaged = 2;
+constexpr int exit_memory = 3;
 
 const char* usage_text =
     "Usage: quern-board COMMAND LOGDIR [options]\n"
@@ -49,7 +52,7 @@ const char* usage_text =
     "\n"
     "quern-board COMMAND --help shows a command's options.\n"
     "Exit status: 0 ok, 1 bad input, 2 a damaged event file (what was\n"
-    "readable is used first).\n";
+    "readable is used first), 3 out of memory (a limit reached).\n";
 
 struct command_info {
   const char* usage;
@@ -119,32 +122,16 @@ int write_html(const std::string& logdir, const std::vector<quern::run_files>& r
     std::cout << page;
     std::cout.flush();
   } else {
-    // Written aside and renamed: a browser or server never sees half a page.
-    auto tmp = output + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << page;
-      out.close();
-      if (!out) {
-        std::cerr << "quern-board: cannot write '" << output
-                  << "': " << std::strerror(errno) << "\n";
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        return exit_usage;
-      }
-    }
-    std::error_code ec;
-    fs::rename(tmp, output, ec);
-    if (ec) {
-      std::cerr << "quern-board: cannot write '" << output << "': " << ec.message()
-                << "\n";
-      fs::remove(tmp, ec);
+    // Written aside (a new file, never through a link) and renamed: a
+    // browser or server never sees half a page.
+    if (auto why = quern::cli::write_file_whole(output, page); !why.empty()) {
+      std::cerr << "quern-board: " << why << "\n";
       return exit_usage;
     }
     size_t points = 0;
     for (auto& r : reports)
       for (auto& [tag, s] : r.scalars)
-        points += s.steps.size();
+        points += s.total();
     std::cout << "quern-board: wrote " << output << " (" << reports.size() << " run"
               << (reports.size() == 1 ? "" : "s") << ", " << points << " scalar point"
               << (points == 1 ? "" : "s") << ", " << page.size() << " bytes)\n";
@@ -155,7 +142,7 @@ int write_html(const std::string& logdir, const std::vector<quern::run_files>& r
 
 } // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 2)
     return usage_error("missing command (inspect, export, html or serve)");
   std::string cmd = argv[1];
@@ -246,8 +233,7 @@ int main(int argc, char** argv) {
     return any_damage(reports) ? exit_damaged : 0;
   }
   if (cmd == "export") {
-    auto reports = read_runs(*runs, sel, true);
-    write_export(std::cout, reports, format == "json");
+    auto reports = write_export(std::cout, *runs, sel, format == "json");
     report_damage(reports);
     return any_damage(reports) ? exit_damaged : 0;
   }
@@ -261,4 +247,15 @@ int main(int argc, char** argv) {
   opt.page.live = true;
   opt.page.reload_ms = static_cast<int>(reload * 1000);
   return serve(opt);
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // A memory limit (ulimit -v, a cgroup) reached: said, never an abort.
+    std::cerr << "quern-board: out of memory: the process may not have the memory this "
+                 "command needs (its limit was reached)\n";
+    return exit_memory;
+  }
 }

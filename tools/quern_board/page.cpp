@@ -162,7 +162,9 @@ std::string series_json(size_t run, const std::string& tag, const scalar_series&
     return std::vector<typename std::decay_t<decltype(v)>::value_type>(v.begin() + from,
                                                                        v.end());
   };
+  // A thinned series says how many points it stands for.
   return "{\"run\":" + std::to_string(run) + ",\"tag\":" + json_string(tag) +
+         (s.thinned() ? ",\"total\":" + std::to_string(s.total()) : std::string{}) +
          ",\"n\":" + std::to_string(s.steps.size() - from) + ",\"steps\":\"" +
          base64(encode_steps(tail(s.steps))) + "\",\"walls\":\"" +
          base64(encode_walls(tail(s.walls))) + "\",\"values\":\"" +
@@ -195,10 +197,11 @@ std::string page_data(const std::vector<run_report>& runs, const page_options& o
       first = false;
       out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
              ",\"points\":[";
-      for (size_t i = 0; i < points.size(); ++i) {
+      auto items = points.items();
+      for (size_t i = 0; i < items.size(); ++i) {
         out += i ? "," : "";
-        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall);
-        for (double b : compress_histogram(points[i].value))
+        out += "[" + std::to_string(items[i]->step) + "," + json_number(items[i]->wall);
+        for (double b : items[i]->value)
           out += "," + json_number(b);
         out += "]";
       }
@@ -213,10 +216,11 @@ std::string page_data(const std::vector<run_report>& runs, const page_options& o
       first = false;
       out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
              ",\"points\":[";
-      for (size_t i = 0; i < points.size(); ++i) {
+      auto items = points.items();
+      for (size_t i = 0; i < items.size(); ++i) {
         out += i ? "," : "";
-        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall) +
-               "," + json_string(points[i].value) + "]";
+        out += "[" + std::to_string(items[i]->step) + "," + json_number(items[i]->wall) +
+               "," + json_string(items[i]->value) + "]";
       }
       out += "]}";
     }
@@ -229,10 +233,11 @@ std::string page_data(const std::vector<run_report>& runs, const page_options& o
       first = false;
       out += "{\"run\":" + std::to_string(r) + ",\"tag\":" + json_string(tag) +
              ",\"points\":[";
-      for (size_t i = 0; i < points.size(); ++i) {
-        auto& img = points[i].value;
+      auto items = points.items();
+      for (size_t i = 0; i < items.size(); ++i) {
+        auto& img = items[i]->value;
         out += i ? "," : "";
-        out += "[" + std::to_string(points[i].step) + "," + json_number(points[i].wall) +
+        out += "[" + std::to_string(items[i]->step) + "," + json_number(items[i]->wall) +
                "," + std::to_string(img.width) + "," + std::to_string(img.height) +
                ",\"data:" + image_mime(img) + ";base64," + base64(img.encoded) + "\"]";
       }
@@ -257,7 +262,7 @@ bool same_sizes(const M& a, const M& b) {
   if (a.size() != b.size())
     return false;
   for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
-    if (i->first != j->first || i->second.size() != j->second.size())
+    if (i->first != j->first || i->second.total() != j->second.total())
       return false;
   return true;
 }
@@ -280,7 +285,8 @@ std::string page_delta(const std::vector<run_report>& before,
       return {};
     for (auto i = b.scalars.begin(), j = n.scalars.begin(); i != b.scalars.end();
          ++i, ++j)
-      if (i->first != j->first || !same_prefix(j->second.steps, i->second.steps) ||
+      if (i->first != j->first || i->second.thinned() || j->second.thinned() ||
+          !same_prefix(j->second.steps, i->second.steps) ||
           !same_prefix(j->second.walls, i->second.walls) ||
           !same_prefix(j->second.values, i->second.values))
         return {};
@@ -305,6 +311,10 @@ std::string page_delta(const std::vector<run_report>& before,
 
 std::string render_page(const std::vector<run_report>& runs, const page_options& opt,
                         const std::string& version) {
+  return render_page_with(page_data(runs, opt, version), opt);
+}
+
+std::string render_page_with(const std::string& data, const page_options& opt) {
   // Nothing may leave the page: the policy blocks (and the browser reports)
   // any load but inline code, inline styles and data: images; a served page
   // may also ask its own server for new data.
@@ -328,7 +338,7 @@ std::string render_page(const std::vector<run_report>& runs, const page_options&
   out += "<div id=\"controls\"></div>\n<div id=\"runs\"></div>\n<main "
          "id=\"cards\"></main>\n";
   out += "<script type=\"application/json\" id=\"quern-data\">";
-  out += page_data(runs, opt, version);
+  out += data;
   out += "</script>\n<script>\n";
   out += embedded::dygraph_js;
   out += "\n</script>\n<script>\n";

@@ -35,5 +35,7 @@ std::string page_delta(const std::vector<run_report>& before,
 /// The whole page.
 std::string render_page(const std::vector<run_report>& runs, const page_options& opt,
                         const std::string& version);
+/// The whole page around `data` (what page_data made).
+std::string render_page_with(const std::string& data, const page_options& opt);
 
 } // namespace quern::board

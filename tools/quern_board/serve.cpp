@@ -1,19 +1,30 @@
 #include "serve.hpp"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -30,59 +41,73 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 namespace fs = std::filesystem;
 
-/// The log directory as last read: each file is read again only when its
-/// size or modification time changed.
+/// The log directory as last read, kept as each run's bounded report
+/// (logdir.hpp): a file that grew is read on from where reading stopped; a
+/// run whose files changed otherwise is read again. The directory is scanned
+/// at most once per `rescan` (not per request).
 class logdir_cache {
 public:
-  explicit logdir_cache(serve_options opt) : opt_(std::move(opt)) {}
+  explicit logdir_cache(serve_options opt) : opt_(std::move(opt)) {
+    rescan_ = std::chrono::milliseconds(std::clamp(opt_.page.reload_ms / 2, 100, 1000));
+  }
 
   /// Re-reads what changed; an error when the log directory cannot be read.
-  caf::error refresh() {
+  caf::error refresh(bool force = false) {
+    auto now = std::chrono::steady_clock::now();
+    if (!force && scanned_ && now - last_scan_ < rescan_)
+      return {};
     auto runs = find_runs(opt_.logdir);
+    last_scan_ = std::chrono::steady_clock::now();
     if (!runs)
       return runs.error();
-    std::string signature;
-    std::map<std::string, entry> next;
+    scanned_ = true;
+    runs_ = std::make_shared<const std::vector<run_files>>(*runs);
+    // What each run needs: nothing, reading on, or reading again.
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < reports_.size(); ++i)
+      index[reports_[i].run] = i;
+    std::vector<todo> plan;
+    bool changed = runs->size() != reports_.size();
     for (auto& r : *runs) {
-      for (auto& path : r.files) {
-        struct ::stat st {};
-        int64_t size = -1, mtime = 0;
-        if (::stat(path.c_str(), &st) == 0) {
-          size = st.st_size;
-          mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-        }
-        auto it = files_.find(path);
-        if (it != files_.end() && it->second.size == size && it->second.mtime == mtime) {
-          next.emplace(path, std::move(it->second));
-        } else {
-          next.emplace(path, entry{size, mtime, read_event_file(path)});
-        }
-        signature +=
-            path + '\0' + std::to_string(size) + '\0' + std::to_string(mtime) + '\n';
-      }
+      auto it = index.find(r.run);
+      plan.push_back(it == index.end() ? todo::again
+                                       : what_changed(reports_[it->second], r));
+      changed = changed || plan.back() != todo::none;
     }
-    files_ = std::move(next);
-    if (signature == signature_ && !data_.empty())
+    if (!changed && !data_.empty())
       return {};
-    signature_ = signature;
-    ++generation_;
-    auto before = std::move(reports_);
-    auto base = version_;
-    reports_.clear();
-    for (auto& r : *runs) {
-      std::vector<const event_file_contents*> contents;
-      for (auto& path : r.files)
-        contents.push_back(&files_.at(path).contents);
-      reports_.push_back(make_run_report(r.run, contents, selection{}, true));
+    auto before = reports_;
+    std::vector<run_report> next;
+    next.reserve(runs->size());
+    for (size_t k = 0; k < runs->size(); ++k) {
+      auto& r = (*runs)[k];
+      if (plan[k] == todo::again) {
+        next.push_back(read_run(r, selection{}, true));
+        continue;
+      }
+      auto rep = std::move(reports_[index.at(r.run)]);
+      if (plan[k] == todo::more) {
+        // The last file read on from its end, new files read whole.
+        auto last = rep.files.back();
+        read_into(rep, last, selection{}, true);
+        for (size_t i = rep.files.size(); i < r.files.size(); ++i) {
+          file_report f;
+          f.path = r.files[i];
+          read_into(rep, std::move(f), selection{}, true);
+        }
+      }
+      next.push_back(std::move(rep));
     }
-    sort_by_start_time(reports_);
+    sort_by_start_time(next);
+    reports_ = std::move(next);
+    ++generation_;
+    auto base = version_;
     version_ = instance_ + "-" + std::to_string(generation_);
     data_ = page_data(reports_, opt_.page, version_);
     // A page that has the previous version gets only the new points.
     delta_base_ = base;
     delta_ = base.empty() ? std::string{}
                           : page_delta(before, reports_, opt_.page, base, version_);
-    page_.clear();
     return {};
   }
 
@@ -96,35 +121,60 @@ public:
     return &data_;
   }
 
-  const std::string& version() const { return version_; }
-  const std::string& data() const { return data_; }
-  const std::string& page() {
-    if (page_.empty())
-      page_ = render_page(reports_, opt_.page, version_);
-    return page_;
-  }
-  const std::vector<run_report>& reports() const { return reports_; }
+  /// The page, made for each request (not kept: it is the data again).
+  std::string page() const { return render_page_with(data_, opt_.page); }
+  /// The runs' files as last scanned (shared with long answers written on
+  /// other threads).
+  std::shared_ptr<const std::vector<run_files>> runs() const { return runs_; }
 
 private:
-  struct entry {
-    int64_t size;
-    int64_t mtime;
-    event_file_contents contents;
-  };
+  enum class todo { none, more, again };
+
+  static int64_t mtime_of(const struct ::stat& st) {
+    return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+
+  /// none: unchanged; more: the last file grew or files were added after
+  /// it; again: anything else (the run is read again).
+  static todo what_changed(const run_report& rep, const run_files& r) {
+    if (rep.files.empty() || r.files.size() < rep.files.size())
+      return todo::again;
+    auto result = r.files.size() > rep.files.size() ? todo::more : todo::none;
+    for (size_t i = 0; i < rep.files.size(); ++i) {
+      auto& f = rep.files[i];
+      if (f.path != r.files[i])
+        return todo::again;
+      struct ::stat st {};
+      int64_t size = -1, mtime = 0;
+      if (::stat(f.path.c_str(), &st) == 0) {
+        size = st.st_size;
+        mtime = mtime_of(st);
+      }
+      if (size == f.size && mtime == f.mtime)
+        continue;
+      if (i + 1 == rep.files.size() && size > f.size && f.size >= 0)
+        result = todo::more;
+      else
+        return todo::again;
+    }
+    return result;
+  }
+
   serve_options opt_;
   // Versions name this server too: a page left open from an earlier one
   // must not take a delta meant for another base.
   std::string instance_ =
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  std::map<std::string, entry> files_;
-  std::string signature_;
+  std::chrono::steady_clock::duration rescan_;
+  std::chrono::steady_clock::time_point last_scan_;
+  bool scanned_ = false;
+  std::shared_ptr<const std::vector<run_files>> runs_;
   uint64_t generation_ = 0;
   std::vector<run_report> reports_;
   std::string version_;
   std::string data_;
   std::string delta_base_;
   std::string delta_;
-  std::string page_;
 };
 
 struct server {
@@ -132,7 +182,12 @@ struct server {
   logdir_cache cache;
   fs::path root; // the log directory, canonical
   unsigned short port = 0;
+  /// Long answers (exports, files) being written on their own threads.
+  std::shared_ptr<std::atomic<int>> streams = std::make_shared<std::atomic<int>>(0);
 };
+
+/// At most this many long answers are written at once; more get 503.
+constexpr int max_streams = 8;
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9')
@@ -216,8 +271,23 @@ bool host_allowed(std::string_view host, unsigned short port) {
   return false;
 }
 
+/// A long answer, written on its own thread as it is made (never whole in
+/// memory): its type and what writes its body; false when it failed.
+struct stream_job {
+  std::string type;
+  std::function<void(std::ostream&)> write;
+};
+
+/// What a request gets: a response, or a long answer to stream.
+struct reply {
+  response res;
+  std::optional<stream_job> stream;
+  reply(response r) : res(std::move(r)) {}
+  reply(stream_job job) : stream(std::move(job)) {}
+};
+
 template <class Body>
-response handle(server& srv, const http::request<Body>& req) {
+reply handle(server& srv, const http::request<Body>& req) {
   auto v = req.version();
   if (req.method() != http::verb::get && req.method() != http::verb::head) {
     auto res = error_response(http::status::method_not_allowed, v,
@@ -249,33 +319,35 @@ response handle(server& srv, const http::request<Body>& req) {
     if (seg == "..")
       return error_response(http::status::forbidden, v, "the path leaves LOGDIR");
 
-  if (auto err = srv.cache.refresh())
-    return error_response(http::status::service_unavailable, v, message_of(err));
   if (path == "/" || path == "/index.html") {
+    if (auto err = srv.cache.refresh())
+      return error_response(http::status::service_unavailable, v, message_of(err));
     auto res =
         text_response(http::status::ok, v, srv.cache.page(), "text/html; charset=utf-8");
     return res;
   }
   if (path == "/data") {
+    if (auto err = srv.cache.refresh())
+      return error_response(http::status::service_unavailable, v, message_of(err));
     auto* body = srv.cache.data_for(params["have"]);
     if (!body)
       return text_response(http::status::no_content, v, "");
     return text_response(http::status::ok, v, *body, "application/json");
   }
   if (path == "/export.csv") {
-    // The same text as `quern-board export LOGDIR [--run R] [--tag T]`.
-    std::ostringstream out;
+    // The same text as `quern-board export LOGDIR [--run R] [--tag T]`,
+    // written row by row as the files are read, on its own thread.
+    if (auto err = srv.cache.refresh())
+      return error_response(http::status::service_unavailable, v, message_of(err));
     selection sel;
     if (params.count("run"))
       sel.runs.insert(params["run"]);
     if (params.count("tag"))
       sel.tags.insert(params["tag"]);
-    auto runs = find_runs(srv.opt.logdir);
-    if (!runs)
-      return error_response(http::status::service_unavailable, v,
-                            message_of(runs.error()));
-    write_export(out, read_runs(*runs, sel, true), false);
-    return text_response(http::status::ok, v, out.str(), "text/csv; charset=utf-8");
+    auto runs = srv.cache.runs();
+    return stream_job{"text/csv; charset=utf-8", [runs, sel](std::ostream& out) {
+                        write_export(out, *runs, sel, false);
+                      }};
   }
   const std::string files_prefix = "/logdir/";
   if (path.compare(0, files_prefix.size(), files_prefix) == 0) {
@@ -287,13 +359,65 @@ response handle(server& srv, const http::request<Body>& req) {
       return error_response(http::status::forbidden, v, "the path leaves LOGDIR");
     if (!fs::is_regular_file(wanted, ec))
       return error_response(http::status::not_found, v, "no such file in LOGDIR");
-    std::ifstream in(wanted, std::ios::binary);
-    std::ostringstream body;
-    body << in.rdbuf();
-    return text_response(http::status::ok, v, body.str(), "application/octet-stream");
+    auto in = std::make_shared<std::ifstream>(wanted, std::ios::binary);
+    if (!*in)
+      return error_response(http::status::not_found, v, "cannot open the file in LOGDIR");
+    return stream_job{"application/octet-stream",
+                      [in](std::ostream& out) { out << in->rdbuf(); }};
   }
   return error_response(http::status::not_found, v, "no page " + path);
 }
+
+/// An ostream's buffer that sends what is written as HTTP chunks of up to
+/// 64 kB on a blocking socket.
+class chunked_writer : public std::streambuf {
+public:
+  explicit chunked_writer(tcp::socket& socket) : socket_(socket), buf_(64 * 1024) {
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+  /// The last (empty) chunk: the answer is complete.
+  void finish() {
+    if (send_chunk() && !failed_) {
+      beast::error_code ec;
+      asio::write(socket_, asio::buffer("0\r\n\r\n", 5), ec);
+    }
+  }
+
+protected:
+  int_type overflow(int_type c) override {
+    if (!send_chunk())
+      return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return send_chunk() ? 0 : -1; }
+
+private:
+  bool send_chunk() {
+    auto n = static_cast<size_t>(pptr() - pbase());
+    if (failed_)
+      return false;
+    if (n == 0)
+      return true;
+    char size[32];
+    auto len = std::snprintf(size, sizeof size, "%zx\r\n", n);
+    std::array<asio::const_buffer, 3> parts{asio::buffer(size, static_cast<size_t>(len)),
+                                            asio::buffer(buf_.data(), n),
+                                            asio::buffer("\r\n", 2)};
+    beast::error_code ec;
+    asio::write(socket_, parts, ec);
+    failed_ = static_cast<bool>(ec);
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return !failed_;
+  }
+
+  tcp::socket& socket_;
+  std::vector<char> buf_;
+  bool failed_ = false;
+};
 
 class session : public std::enable_shared_from_this<session> {
 public:
@@ -324,8 +448,63 @@ private:
                   false);
     }
     auto req = parser_->release();
-    auto res = handle(srv_, req);
-    send(std::move(res), req.method() == http::verb::head);
+    bool head = req.method() == http::verb::head;
+    try {
+      auto r = handle(srv_, req);
+      if (r.stream)
+        return stream(std::move(*r.stream), head);
+      send(std::move(r.res), head);
+    } catch (const std::bad_alloc&) {
+      // A memory limit reached: said, and the server goes on.
+      send(error_response(http::status::service_unavailable, req.version(),
+                          "out of memory: this answer needs more memory than the "
+                          "process may have (its limit was reached)"),
+           head);
+    }
+  }
+
+  /// Writes a long answer on its own thread (the other requests go on being
+  /// answered here), chunked as it is made.
+  void stream(stream_job job, bool head) {
+    if (srv_.streams->fetch_add(1) >= max_streams) {
+      srv_.streams->fetch_sub(1);
+      return send(error_response(http::status::service_unavailable, 11,
+                                 std::to_string(max_streams) +
+                                     " long answers (exports, files) are being written "
+                                     "already; try again when one is done"),
+                  head);
+    }
+    auto socket = std::make_shared<tcp::socket>(stream_.release_socket());
+    std::thread([socket, job = std::move(job), head, streams = srv_.streams] {
+      beast::error_code ec;
+      try {
+        socket->non_blocking(false, ec);
+        // Sends that stall for two minutes end the answer.
+        struct ::timeval tv {
+          120, 0
+        };
+        ::setsockopt(socket->native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        std::string header =
+            "HTTP/1.1 200 OK\r\nServer: quern-board\r\nContent-Type: " + job.type +
+            "\r\nCache-Control: no-store\r\nX-Content-Type-Options: "
+            "nosniff\r\nConnection: close\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n";
+        asio::write(*socket, asio::buffer(header), ec);
+        if (!ec && !head) {
+          chunked_writer buf{*socket};
+          std::ostream out(&buf);
+          job.write(out);
+          out.flush();
+          buf.finish();
+        }
+      } catch (const std::exception&) {
+        // Out of memory or a failed write: the answer ends here, cut short
+        // (a chunked answer without its last chunk reads as incomplete).
+      }
+      socket->shutdown(tcp::socket::shutdown_send, ec);
+      socket->close(ec);
+      streams->fetch_sub(1);
+    }).detach();
   }
 
   void send(response res, bool head) {
@@ -362,22 +541,55 @@ private:
   std::shared_ptr<http::response_serializer<http::string_body>> sr_;
 };
 
-void do_accept(tcp::acceptor& acceptor, server& srv) {
-  acceptor.async_accept([&acceptor, &srv](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted)
-      return;
-    if (!ec)
-      std::make_shared<session>(std::move(socket), srv)->start();
-    do_accept(acceptor, srv);
-  });
-}
+/// Accepts connections one after another. At the descriptor limit (EMFILE,
+/// ENFILE) or out of buffers, accepting again at once would fail again at
+/// once and spin a core: it pauses 100 ms (said once on stderr) while the
+/// open connections are served and close.
+class acceptor_loop {
+public:
+  acceptor_loop(tcp::acceptor& acceptor, server& srv)
+      : acceptor_(acceptor), srv_(srv), pause_(acceptor.get_executor()) {}
+
+  void start() {
+    acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted)
+        return;
+      if (!ec) {
+        std::make_shared<session>(std::move(socket), srv_)->start();
+        return start();
+      }
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+          ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
+        if (!said_) {
+          std::cerr << "quern-board: cannot accept a connection: " << ec.message()
+                    << " (open connections are served; accepting again every 100 ms)"
+                    << std::endl;
+          said_ = true;
+        }
+        pause_.expires_after(std::chrono::milliseconds(100));
+        pause_.async_wait([this](beast::error_code e) {
+          if (e != asio::error::operation_aborted)
+            start();
+        });
+        return;
+      }
+      start();
+    });
+  }
+
+private:
+  tcp::acceptor& acceptor_;
+  server& srv_;
+  asio::steady_timer pause_;
+  bool said_ = false;
+};
 
 } // namespace
 
 int serve(const serve_options& opt) {
   std::error_code fec;
   server srv{opt, logdir_cache{opt}, fs::canonical(opt.logdir, fec), 0};
-  if (auto err = srv.cache.refresh()) {
+  if (auto err = srv.cache.refresh(true)) {
     std::cerr << "quern-board: " << message_of(err) << "\n";
     return 1;
   }
@@ -404,7 +616,8 @@ int serve(const serve_options& opt) {
     // Stop accepting and drop open connections: the loop then ends.
     ioc.stop();
   });
-  do_accept(acceptor, srv);
+  acceptor_loop accepting{acceptor, srv};
+  accepting.start();
   std::cout << "quern-board: serving " << opt.logdir
             << " on http://127.0.0.1:" << srv.port << "/ (Ctrl-C stops)" << std::endl;
   ioc.run();

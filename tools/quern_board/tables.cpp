@@ -51,36 +51,44 @@ void write_inspect(std::ostream& out, const std::string& logdir,
   out.flush();
 }
 
-void write_export(std::ostream& out, const std::vector<run_report>& runs, bool json) {
+std::vector<run_report> write_export(std::ostream& out,
+                                     const std::vector<run_files>& runs,
+                                     const selection& sel, bool json) {
   if (json)
     out << "[";
   else
     out << "run,tag,step,wall_time,value\n";
   bool first = true;
-  for (auto& rep : runs) {
-    auto run_csv = csv_field(rep.run);
-    auto run_json = json_string(rep.run);
-    for (auto& [tag, index] : rep.scalar_order) {
-      auto& s = rep.scalars.at(*tag);
-      if (json) {
-        out << (first ? "\n  " : ",\n  ") << "{\"run\": " << run_json
-            << ", \"tag\": " << json_string(*tag) << ", \"step\": " << s.steps[index]
-            << ", \"wall_time\": "
-            << (std::isfinite(s.walls[index]) ? format_wall_time(s.walls[index]) : "null")
-            << ", \"value\": "
-            << (std::isfinite(s.values[index]) ? format_value(s.values[index]) : "null")
-            << "}";
-      } else {
-        out << run_csv << "," << csv_field(*tag) << "," << s.steps[index] << ","
-            << format_wall_time(s.walls[index]) << "," << format_value(s.values[index])
-            << "\n";
-      }
-      first = false;
-    }
-  }
+  // Row by row as the events are read: nothing but the row in memory.
+  std::string run_name, run_csv, run_json;
+  auto reports = for_each_scalar(
+      runs, sel,
+      [&](const std::string& run, const std::string& tag, int64_t step, double wall,
+          float value) {
+        if (run != run_name) {
+          run_name = run;
+          run_csv = csv_field(run);
+          run_json = json_string(run);
+        }
+        if (json) {
+          out << (first ? "\n  " : ",\n  ") << "{\"run\": " << run_json
+              << ", \"tag\": " << json_string(tag) << ", \"step\": " << step
+              << ", \"wall_time\": "
+              << (std::isfinite(wall) ? format_wall_time(wall) : "null")
+              << ", \"value\": " << (std::isfinite(value) ? format_value(value) : "null")
+              << "}";
+        } else {
+          out << run_csv << "," << csv_field(tag) << "," << step << ","
+              << format_wall_time(wall) << "," << format_value(value) << "\n";
+        }
+        first = false;
+        // A reader that went away ends the export.
+        return static_cast<bool>(out);
+      });
   if (json)
     out << (first ? "]\n" : "\n]\n");
   out.flush();
+  return reports;
 }
 
 } // namespace quern::board

@@ -299,7 +299,9 @@
     for (const s of d.scalars) {
       const steps = decodeSteps(s.steps, s.n);
       const series = {
-        run: s.run, tag: s.tag, n: s.n, steps: steps.steps,
+        // total: the points the series stands for (more than n when the
+        // board kept only each bucket's first, lowest, highest and last).
+        run: s.run, tag: s.tag, n: s.n, total: s.total || s.n, steps: steps.steps,
         walls: decodeWalls(s.walls, s.n), values: decodeValues(s.values, s.n),
         smoothCache: null,
         stepText: steps.text,
@@ -525,9 +527,23 @@
     // The download links: one CSV per run, as `quern-board export` writes it.
     card.links.innerHTML = '';
     for (const s of d.series) {
+      const name = model.runs[s.run].name;
+      if (s.total > s.n && data.live) {
+        // A thinned series: all its points come from the server.
+        const a = document.createElement('a');
+        a.textContent = name + '.csv';
+        a.href = 'export.csv?run=' + encodeURIComponent(name) + '&tag=' +
+          encodeURIComponent(tag);
+        a.title = s.total + ' points (the chart shows ' + s.n + ')';
+        card.links.appendChild(a);
+        continue;
+      }
       const a = document.createElement('button');
-      a.textContent = model.runs[s.run].name + '.csv';
-      a.title = 'quern-board export LOGDIR --run ' + model.runs[s.run].name + ' --tag ' + tag;
+      a.textContent = name + '.csv' + (s.total > s.n ? ' (' + s.n + ' of ' + s.total +
+        ' points)' : '');
+      a.title = s.total > s.n ? 'the points kept: each bucket\'s first, lowest, highest ' +
+        'and last; quern-board export LOGDIR --run ' + name + ' --tag ' + tag + ' has all'
+        : 'quern-board export LOGDIR --run ' + name + ' --tag ' + tag;
       a.onclick = () => download('run-' + model.runs[s.run].name.replace(/[^\w.-]+/g, '_') +
         '-tag-' + tag.replace(/[^\w.-]+/g, '_') + '.csv', seriesCsv(s));
       card.links.appendChild(a);
@@ -713,7 +729,7 @@
     const div = document.getElementById('runs');
     const rows = model.runs.map((r, i) => {
       const points = [...model.byTag.values()].flat().filter((s) => s.run === i)
-        .reduce((a, s) => a + s.n, 0);
+        .reduce((a, s) => a + s.total, 0);
       const problems = r.problems.length ? '<ul class="problems">' +
         r.problems.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '';
       const other = Object.keys(r.other).map((k) => esc(k) + ' ' + r.other[k]).join(', ');
@@ -917,6 +933,7 @@
       s.walls = concat(s.walls, decodeWalls(a.walls, a.n));
       s.values = concat(s.values, decodeValues(a.values, a.n));
       s.n += a.n;
+      s.total = s.n;
       s.stepText = (i) => i < oldN ? oldText(i) : steps.text(i - oldN);
       s.smoothCache = null;
       s.drawn = undefined;
