@@ -2,8 +2,12 @@
 #   make demo   installs what is missing, builds what the demo runs (the flagship example and
 #               quern-board), runs the flagship, shows its scalars and writes their charts
 #               (one HTML page)
-#   make test   installs what is missing, builds, runs every test (plain and ASan+UBSan builds,
-#               and a few seconds of each libFuzzer target, docs/fuzzing.md)
+#   make test   installs what is missing, then make check, the sanitizer build (ASan+UBSan)
+#               with every test a sanitizer adds to, and quern as a sub-project of a user's
+#               project: what CI runs (docs/testing.md)
+# and the one a change needs:
+#   make check  the plain build and every test once (the fuzz targets' corpora replayed), and
+#               the README's programs built against the install (find_package, pkg-config)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)
 #   make tsan   builds the library and its tests with ThreadSanitizer and runs them
 #   make soak   runs quern_soak for SOAK_SECONDS (a pipeline under random failures and stops)
@@ -16,7 +20,6 @@ JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
-FUZZ_SMOKE_BUILD ?= build-fuzz-smoke
 FUZZ_SECONDS ?= 60
 TSAN_BUILD  ?= build-tsan
 SOAK_SECONDS ?= 300
@@ -28,8 +31,8 @@ DEMO_TARGETS    = quern_example_csv_pipeline quern-board
 INSTALL_TARGETS = quern_messages quern_runtime quern_queues quern_logging quern_coordination \
                   quern_input quern_net quern-board quern-node
 
-.PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-fuzz-smoke build-tsan demo install test test-plain \
-        test-consumer test-asan test-fuzz fuzz tsan soak stress bench format clean
+.PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-tsan demo install test test-plain \
+        check test-consumer test-consumer-install test-subproject test-asan fuzz tsan soak stress bench format clean
 
 all: build
 
@@ -63,21 +66,14 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # libFuzzer needs clang; the fuzz build holds the libraries and tests/fuzz/ only.
+# (Every other build links the fuzz targets with a replay main and runs their
+# corpora as tests: tests/fuzz/sources.cmake.)
 $(FUZZ_BUILD)/CMakeCache.txt:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DQUERN_FUZZ=ON $(CMAKE_FLAGS)
 
 build-fuzz: deps-fuzz $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-
-# make test's few seconds per target need no speed: the same targets at -O0
-# build in half the time (make fuzz keeps -O1 in FUZZ_BUILD).
-$(FUZZ_SMOKE_BUILD)/CMakeCache.txt:
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_SMOKE_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DQUERN_FUZZ=ON $(CMAKE_FLAGS)
-
-build-fuzz-smoke: deps-fuzz $(FUZZ_SMOKE_BUILD)/CMakeCache.txt
-	cmake --build $(FUZZ_SMOKE_BUILD) -j $(JOBS)
 
 $(TSAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUERN_TSAN=ON $(CMAKE_FLAGS)
@@ -93,31 +89,41 @@ install: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target $(INSTALL_TARGETS)
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-test: test-plain test-consumer test-asan test-fuzz
+# The every-change gate: one build, every test once.
+check: test-plain test-consumer-install
+
+# CI's: the gate, then what a second compile adds.
+test: check test-asan test-subproject
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-# A user's project (tests/consumer/) built against quern four ways: an install
-# prefix with find_package, pkg-config, add_subdirectory and FetchContent.
-test-consumer: build
-	tests/consumer/run.sh $(BUILD) $(BUILD)/consumer $(JOBS)
+# A user's project (tests/consumer/) built against quern: an install prefix
+# with find_package and pkg-config (reusing BUILD), and quern as a sub-project
+# (add_subdirectory in a parent that found quern's dependencies first, built;
+# FetchContent, configured).
+test-consumer-install: build
+	tests/consumer/run.sh $(BUILD) $(BUILD)/consumer $(JOBS) install
 
+test-subproject: deps
+	tests/consumer/run.sh . $(BUILD)-subproject $(JOBS) subproject
+
+test-consumer: test-consumer-install test-subproject
+
+# What a sanitizer can add to: not the checks that read the source tree
+# (docs, style) nor the pages in a browser (browser).
+ASAN_SKIP_LABELS = docs|style|browser
 test-asan: build-asan
 	cd $(ASAN_BUILD) && \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/tests/ubsan.supp \
-	  ctest --output-on-failure -j $(JOBS) --timeout 600
-
-# A few seconds of each fuzz target over its checked-in corpus (a copy of it).
-test-fuzz: build-fuzz-smoke
-	cd $(FUZZ_SMOKE_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	  ctest --output-on-failure -j $(JOBS) --timeout 600 -LE '$(ASAN_SKIP_LABELS)'
 
 # Each target for FUZZ_SECONDS; prints each one's final libFuzzer stats line.
 # Logs and any crashing input: $(FUZZ_BUILD)/fuzz-artifacts/.
 fuzz: build-fuzz
 	@for t in $(FUZZ_TARGETS); do \
-	  tests/fuzz/run_fuzzer.sh $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t \
+	  tests/fuzz/run_fuzzer.sh $(FUZZ_BUILD)/fuzz_$$t \
 	    tests/fuzz/corpus/fuzz_$$t $(FUZZ_SECONDS) $(CURDIR)/$(FUZZ_BUILD)/fuzz-artifacts \
 	    || exit 1; \
 	done
@@ -141,8 +147,8 @@ bench-peers: build deps-peers
 	/usr/bin/python3 bench/peers.py $(BUILD)   # Debian's python, where python3-numpy is
 
 format:
-	find messages actors logging input examples tests tools bench \
+	find messages runtime queues logging coordination input net examples tests tools bench \
 	  \( -name '*.hpp' -o -name '*.cpp' \) -print0 | xargs -0 clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FUZZ_SMOKE_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(BUILD)-subproject $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

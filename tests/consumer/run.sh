@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Builds and runs the README's programs the ways a user's project gets quern:
-#   1. `cmake --install BUILD --prefix P`, then find_package(quern) with
-#      CMAKE_PREFIX_PATH=P (tests/consumer/CMakeLists.txt, QUERN_ROUTE=package)
-#   2. pkg-config: g++ $(pkg-config --cflags --libs quern) with P's quern.pc
-#   3. add_subdirectory(quern)                          (QUERN_ROUTE=subdirectory)
-#      compiling every file of quern on its own, as a sub-project does
-#   4. FetchContent from the source tree, no download   (QUERN_ROUTE=fetchcontent)
-#      in a parent that sets CMAKE_UNITY_BUILD (and half the time of 3)
+# Builds and runs the README's programs the ways a user's project gets quern.
+#   install     (make check) reuses BUILD, compiling only the programs:
+#     1. `cmake --install BUILD --prefix P`, then find_package(quern) with
+#        CMAKE_PREFIX_PATH=P (tests/consumer/CMakeLists.txt, QUERN_ROUTE=package)
+#     2. pkg-config: g++ $(pkg-config --cflags --libs quern) with P's quern.pc
+#   subproject  (make test) compiles quern once more, as a sub-project:
+#     3. add_subdirectory(quern) in a parent that found Threads, CAF, Protobuf
+#        and OpenSSL itself first (QUERN_ROUTE=subdirectory, QUERN_PARENT_FINDS)
+#     4. FetchContent from the source tree, no download, in a parent that
+#        found nothing: configured and generated (every target quern's
+#        libraries link resolves in the parent), not built again
 # Each program must print what the README says it prints.
-# Usage: tests/consumer/run.sh QUERN_BUILD_DIR WORK_DIR [JOBS]
+# Usage: tests/consumer/run.sh QUERN_BUILD_DIR WORK_DIR [JOBS] [install|subproject|all]
 set -euo pipefail
-build=$(realpath "${1:?usage: run.sh QUERN_BUILD_DIR WORK_DIR [JOBS]}")
-work=${2:?usage: run.sh QUERN_BUILD_DIR WORK_DIR [JOBS]}
+usage="usage: run.sh QUERN_BUILD_DIR WORK_DIR [JOBS] [install|subproject|all]"
+build=$(realpath "${1:?$usage}")
+work=${2:?$usage}
 jobs=${3:-2}
+routes=${4:-all}
 root=$(realpath "$(dirname "$0")/../..")
+case $routes in
+install | subproject | all) ;;
+*) echo "$usage" >&2; exit 2 ;;
+esac
 rm -rf "$work"
 mkdir -p "$work"
 work=$(realpath "$work")
@@ -35,35 +44,40 @@ check_programs() { # DIR_WITH_BINARIES ROUTE
   done
 }
 
-echo "== install into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-[ -x "$work/prefix/bin/quern-board" ] || { echo "quern-board was not installed to bin/"; exit 1; }
-"$work/prefix/bin/quern-board" --help >/dev/null
-[ -x "$work/prefix/bin/quern-node" ] || { echo "quern-node was not installed to bin/"; exit 1; }
-"$work/prefix/bin/quern-node" --help >/dev/null
+if [ "$routes" != subproject ]; then
+  echo "== install into $work/prefix"
+  cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+  [ -x "$work/prefix/bin/quern-board" ] || { echo "quern-board was not installed to bin/"; exit 1; }
+  "$work/prefix/bin/quern-board" --help >/dev/null
+  [ -x "$work/prefix/bin/quern-node" ] || { echo "quern-node was not installed to bin/"; exit 1; }
+  "$work/prefix/bin/quern-node" --help >/dev/null
 
-echo "== find_package(quern) from the prefix"
-cmake -S "$root/tests/consumer" -B "$work/package" -DQUERN_ROUTE=package \
-  -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/package.log"
-cmake --build "$work/package" -j "$jobs" >>"$work/package.log" ||
-  { tail -30 "$work/package.log"; exit 1; }
-check_programs "$work/package" package
+  echo "== find_package(quern) from the prefix"
+  cmake -S "$root/tests/consumer" -B "$work/package" -DQUERN_ROUTE=package \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/package.log"
+  cmake --build "$work/package" -j "$jobs" >>"$work/package.log" ||
+    { tail -30 "$work/package.log"; exit 1; }
+  check_programs "$work/package" package
 
-echo "== pkg-config quern"
-flags=$(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs quern)
-mkdir -p "$work/pkg-config"
-g++ "$root/examples/readme/hello_queue.cpp" -o "$work/pkg-config/hello_queue" $flags
-check_programs "$work/pkg-config" pkg-config
+  echo "== pkg-config quern"
+  flags=$(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs quern)
+  mkdir -p "$work/pkg-config"
+  g++ "$root/examples/readme/hello_queue.cpp" -o "$work/pkg-config/hello_queue" $flags
+  check_programs "$work/pkg-config" pkg-config
+fi
 
-for route in subdirectory fetchcontent; do
-  echo "== quern as a sub-project ($route)"
-  unity=OFF
-  [ "$route" = fetchcontent ] && unity=ON
-  cmake -S "$root/tests/consumer" -B "$work/$route" -DQUERN_ROUTE=$route \
-    -DCMAKE_UNITY_BUILD=$unity >"$work/$route.log" ||
-    { tail -30 "$work/$route.log"; exit 1; }
-  cmake --build "$work/$route" -j "$jobs" >>"$work/$route.log" ||
-    { tail -30 "$work/$route.log"; exit 1; }
-  check_programs "$work/$route" $route
-done
-echo "consumer: every route built and ran the README's programs"
+if [ "$routes" != install ]; then
+  echo "== quern as a sub-project (add_subdirectory, the parent found its dependencies)"
+  cmake -S "$root/tests/consumer" -B "$work/subdirectory" -DQUERN_ROUTE=subdirectory \
+    -DQUERN_PARENT_FINDS=ON -DCMAKE_UNITY_BUILD=ON >"$work/subdirectory.log" ||
+    { tail -30 "$work/subdirectory.log"; exit 1; }
+  cmake --build "$work/subdirectory" -j "$jobs" >>"$work/subdirectory.log" ||
+    { tail -30 "$work/subdirectory.log"; exit 1; }
+  check_programs "$work/subdirectory" subdirectory
+
+  echo "== quern as a sub-project (FetchContent, configured and generated)"
+  cmake -S "$root/tests/consumer" -B "$work/fetchcontent" -DQUERN_ROUTE=fetchcontent \
+    >"$work/fetchcontent.log" || { tail -30 "$work/fetchcontent.log"; exit 1; }
+  echo "consumer (fetchcontent): configured"
+fi
+echo "consumer ($routes): every route built and ran the README's programs"

@@ -17,3 +17,5 @@ add_test(NAME docs.snippets
 # fragment that stops compiling breaks the build (tests/docs/fragments.cpp).
 add_library(quern_doc_fragments OBJECT ${CMAKE_CURRENT_LIST_DIR}/fragments.cpp)
 target_link_libraries(quern_doc_fragments PRIVATE quern::quern quern_warnings)
+set_tests_properties(docs.semantic_ids docs.no_outside_refs docs.snippets
+                     PROPERTIES LABELS docs)
