@@ -42,6 +42,12 @@ struct host_process {
   std::string address;
 };
 
+/// For a process whose test waits for it to notice a frozen peer: CAF's
+/// connection timeout at 2 s instead of quern's 5 s (heartbeats stay at 1 s,
+/// so handshakes behave as in production). Only for processes with no other
+/// peer that must stay connected under load.
+inline const std::string quick_loss = "--middleman.connection-timeout=2s";
+
 inline host_process start_host(const scratch_dir& dir,
                                std::vector<std::string> extra = {}) {
   auto port_file = dir.file("host.port");

@@ -111,7 +111,7 @@ TEST_CASE("distributed a remote_producer whose host froze with a batch half stor
       start_client(dir, "producer", host.address,
                    {"--node.role=produce-keyed", "--node.api=" + api, "--node.id=1",
                     "--node.count=" + std::to_string(count), "--node.timeout-ms=1000",
-                    "--node.close-after", "--node.out=" + acked});
+                    "--node.close-after", "--node.out=" + acked, quick_loss});
   require_queue_size(host, 8);
   host.proc->signal(SIGSTOP);
   // The node lost, then a connection that the sleeping host never answers.
