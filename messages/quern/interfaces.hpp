@@ -79,8 +79,7 @@ using streaming_queue_actor =
                      caf::reacts_to<push_batch_atom, std::vector<element>>,
                      caf::reacts_to<pull_atom, demand>,
                      caf::reacts_to<give_back_atom, std::vector<element>>,
-                     caf::reacts_to<unpull_atom>,
-                     caf::reacts_to<unpush_atom>,
+                     caf::reacts_to<unpull_atom>, caf::reacts_to<unpush_atom>,
                      caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
 
 /// The interface of every queue actor: both protocols. It converts to
@@ -122,7 +121,7 @@ using keyed_enqueue_actor = caf::typed_actor<
 /// quern::net's go-betweens (the node's facades and relays, the endpoint of
 /// a connect) speak it; a queue actor itself serves keyed_enqueue_actor but
 /// not taken.
-using remote_queue_actor =
-    queue_actor::extend_with<keyed_enqueue_actor>::extend<caf::reacts_to<taken_atom, uint64_t>>;
+using remote_queue_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend<
+    caf::reacts_to<taken_atom, uint64_t>>;
 
 } // namespace quern

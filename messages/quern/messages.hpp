@@ -2,7 +2,6 @@
 
 #include <caf/actor_system_config.hpp>
 
-
 namespace quern {
 
 /// Registers every quern message type and quern's error category (with a

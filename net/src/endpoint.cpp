@@ -1,8 +1,8 @@
 // The connecting side of quern/remote.hpp: the local endpoint that stands
 // for a remote queue, coordinator or summary writer and fails every waiting
 // call when its node is lost.
-#include "quern/detail/receipts.hpp"
 #include "internal.hpp"
+#include "quern/detail/receipts.hpp"
 #include "queue_passage.hpp"
 
 #include <cmath>
@@ -277,9 +277,8 @@ coordinator_endpoint_behavior(coordinator_endpoint_ptr self, coordinator_actor r
   };
 }
 
-remote_queue_actor::behavior_type endpoint_behavior(endpoint_ptr self,
-                                                    remote_queue_actor remote,
-                                             std::string what) {
+remote_queue_actor::behavior_type
+endpoint_behavior(endpoint_ptr self, remote_queue_actor remote, std::string what) {
   watch_remote(self, std::move(remote), std::move(what));
   // Streamed messages go on with their sender kept: the node's relay for
   // that reader or writer answers it directly, and its answers never pass
@@ -344,8 +343,8 @@ summary_writer_actor spawn_writer_endpoint(caf::actor_system& sys,
 
 queue_actor spawn_queue_endpoint(caf::actor_system& sys, queue_actor remote,
                                  std::string what) {
-  auto endpoint = sys.spawn(endpoint_behavior, caf::actor_cast<remote_queue_actor>(remote),
-                            std::move(what));
+  auto endpoint = sys.spawn(endpoint_behavior,
+                            caf::actor_cast<remote_queue_actor>(remote), std::move(what));
   return caf::actor_cast<queue_actor>(std::move(endpoint));
 }
 

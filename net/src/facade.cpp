@@ -23,9 +23,9 @@ namespace {
 
 // A queue's answers to its streaming clients (docs/queues.md), which a
 // relay passes on to its peer.
-using client_relay_actor =
-    remote_queue_actor::extend<caf::reacts_to<pushed_atom, int32_t, caf::error>,
-                        caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
+using client_relay_actor = remote_queue_actor::extend<
+    caf::reacts_to<pushed_atom, int32_t, caf::error>,
+    caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
 
 // -- one relay per client actor of a peer ------------------------------------------
 
@@ -112,7 +112,8 @@ bool end_if_drained(Self self, const remote_queue_actor& q, unconfirmed& book) {
 // with units it did not confirm has them given back first, once the queue
 // has answered its withdrawn pulls.
 template <class Self>
-void watch_client(Self self, const remote_queue_actor& q, const caf::strong_actor_ptr& client,
+void watch_client(Self self, const remote_queue_actor& q,
+                  const caf::strong_actor_ptr& client,
                   const std::shared_ptr<unconfirmed>& book) {
   self->set_down_handler([=](caf::down_msg& dm) {
     bool client_lost = client && dm.source == client->address();
@@ -350,7 +351,8 @@ writer_facade_behavior(summary_writer_actor::pointer self, summary_writer_actor 
 queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q) {
   // The queue serves keyed enqueues (keyed_enqueue_actor); taken stays with
   // the relays.
-  auto facade = sys.spawn(facade_behavior, caf::actor_cast<remote_queue_actor>(std::move(q)));
+  auto facade =
+      sys.spawn(facade_behavior, caf::actor_cast<remote_queue_actor>(std::move(q)));
   return caf::actor_cast<queue_actor>(std::move(facade));
 }
 

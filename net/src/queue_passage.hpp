@@ -67,8 +67,8 @@ template <class Signature, class Pass>
 struct pass_on;
 
 template <class Atom, class... Args, class R, class Pass>
-struct pass_on<caf::typed_mpi<caf::detail::type_list<Atom, Args...>, caf::output_tuple<R>>,
-               Pass> {
+struct pass_on<
+    caf::typed_mpi<caf::detail::type_list<Atom, Args...>, caf::output_tuple<R>>, Pass> {
   Pass pass;
   caf::result<R> operator()(Atom a, Args&... xs) const {
     return pass(message_tag<passage_of<Atom, R>::value, R>{}, a, xs...);

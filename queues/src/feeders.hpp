@@ -20,7 +20,6 @@
 
 namespace quern::detail {
 
-
 class feeders {
 public:
   /// feeder(declared, started, timeout): runners made (+1) or dropped

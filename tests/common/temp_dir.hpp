@@ -16,7 +16,8 @@ namespace quern::test {
 class temp_dir {
 public:
   temp_dir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "quern-test-XXXXXX").string();
+    std::string templ =
+        (std::filesystem::temp_directory_path() / "quern-test-XXXXXX").string();
     REQUIRE(::mkdtemp(templ.data()) != nullptr);
     path_ = templ;
   }

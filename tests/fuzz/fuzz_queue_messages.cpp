@@ -763,7 +763,7 @@ private:
     auto kind = p.batch == 0 ? 1 : in_.u8() % 4u;
     auto send = [&](uint64_t batch, uint64_t attempt) {
       c_.send_keyed(enqueue_keyed_atom::value, batch_key{name, batch, attempt}, p.data,
-              no_wait);
+                    no_wait);
       return c_.reply();
     };
     if (kind >= 2) { // refused: neither stores nor counts as an attempt

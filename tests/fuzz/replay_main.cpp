@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
     }
     for (auto& f : files) {
       std::ifstream in{f, std::ios::binary};
-      std::string bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      std::string bytes{std::istreambuf_iterator<char>{in},
+                        std::istreambuf_iterator<char>{}};
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()),
+                             bytes.size());
       ++inputs;
     }
   }

@@ -622,10 +622,9 @@ TEST_CASE("distributed a frozen host is detected by heartbeats") {
   scratch_dir dir;
   auto host = start_host(dir);
   auto out = dir.file("dequeue.out");
-  auto c =
-      start_client(dir, "consumer-dequeue", host.address,
-                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out,
-                    quick_loss});
+  auto c = start_client(
+      dir, "consumer-dequeue", host.address,
+      {"--node.role=consume", "--node.api=dequeue", "--node.out=" + out, quick_loss});
   require_ready(*c, out);
   host.proc->signal(SIGSTOP);
   require_exit(*c, static_cast<int>(quern::error_code::unavailable));

@@ -15,7 +15,7 @@ using ivec = std::vector<int64_t>;
 void keyed(probe& p, const std::string& producer, uint64_t batch, uint64_t attempt,
            ivec rows) {
   p.send_keyed(enqueue_keyed_atom::value, batch_key{producer, batch, attempt},
-         i64s(std::move(rows)), wait_forever);
+               i64s(std::move(rows)), wait_forever);
 }
 
 // "FIFOQueue '<resource name>': ", as the queue's messages start.

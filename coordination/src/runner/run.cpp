@@ -181,18 +181,18 @@ void async_client::take(const queue_actor& q, batch_cut cut, int32_t n,
       fail(std::move(err));
   };
   switch (cut) {
-    case batch_cut::any_size:
-      self_->request(q, caf::infinite, dequeue_atom::value, wait_forever)
-          .then(std::move(on_answer), std::move(on_error));
-      break;
-    case batch_cut::dequeue_many:
-      self_->request(q, caf::infinite, dequeue_many_atom::value, n, wait_forever)
-          .then(std::move(on_answer), std::move(on_error));
-      break;
-    case batch_cut::dequeue_up_to:
-      self_->request(q, caf::infinite, dequeue_up_to_atom::value, n, wait_forever)
-          .then(std::move(on_answer), std::move(on_error));
-      break;
+  case batch_cut::any_size:
+    self_->request(q, caf::infinite, dequeue_atom::value, wait_forever)
+        .then(std::move(on_answer), std::move(on_error));
+    break;
+  case batch_cut::dequeue_many:
+    self_->request(q, caf::infinite, dequeue_many_atom::value, n, wait_forever)
+        .then(std::move(on_answer), std::move(on_error));
+    break;
+  case batch_cut::dequeue_up_to:
+    self_->request(q, caf::infinite, dequeue_up_to_atom::value, n, wait_forever)
+        .then(std::move(on_answer), std::move(on_error));
+    break;
   }
 }
 
@@ -322,10 +322,9 @@ void async_run::pull_rows(const queue_actor& q, int32_t n,
 }
 
 void async_run::pull_one_batch(const queue_actor& q, int32_t n, element_fn f) {
-  client_->pull(q, n, false,
-                [f = std::move(f)](std::vector<element>& batches) mutable {
-                  f(batches.front());
-                });
+  client_->pull(q, n, false, [f = std::move(f)](std::vector<element>& batches) mutable {
+    f(batches.front());
+  });
 }
 
 uint64_t blocking_run::index() const noexcept {
@@ -351,7 +350,6 @@ void blocking_run::emit(std::vector<element> rows) {
 void blocking_run::end() {
   state_->end();
 }
-
 
 enqueue_op async_op(async_enqueue_fn fn, std::string name) {
   enqueue_op op;
