@@ -1,5 +1,16 @@
 #pragma once
 
+// The coordinator: TensorFlow's tf.train.Coordinator (docs/semantics.md CO-1..CO-8,
+// docs/coordination.md) as a CAF actor, spawn_coordinator(), and quern::coordinator, a
+// blocking handle for main() code and detached actors:
+//
+//   quern::coordinator coord{sys};  // owns its actor: ~coordinator requests stop
+//   runner.start(sys, coord.actor());  // registers the runner's workers with it
+//   while (!coord.should_stop()) { ...train step... }
+//   coord.request_stop();
+//   coord.join();  // waits for every registered actor; rethrows the first error itself
+// Event-based actors send the coordinator_actor the messages of quern/coordination.hpp.
+
 #include <chrono>
 #include <exception>
 #include <functional>

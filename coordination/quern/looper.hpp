@@ -1,5 +1,14 @@
 #pragma once
 
+// TensorFlow's LooperThread (docs/semantics.md CO-9, docs/coordination.md, LooperThread):
+// a body run at fixed intervals, in a thread of its own, until the coordinator stops.
+//
+//   auto saver = quern::loop(coord, std::chrono::seconds(10), [&] { save(); }, "saver");
+//   // keep `saver`: destroying it stops the looper, unless it was detach()ed
+//
+// quern::loop takes a callable; derive from quern::looper for start_loop(), run_loop()
+// and stop_loop(). The body may block; coordinator::join waits for the looper.
+
 #include <functional>
 #include <memory>
 #include <optional>

@@ -1,5 +1,16 @@
 #pragma once
 
+// TensorFlow's QUEUE_RUNNERS collection and start_queue_runners (docs/semantics.md QR-10,
+// docs/coordination.md), and a consumer that says why its queue is not fed instead of
+// hanging (CC-2). Blocking handles, for main() and detached actors:
+//
+//   quern::pipeline p{sys};
+//   p.add_queue_runner(quern::queue_runner{q, {read_op}});
+//   p.start_queue_runners(coord);  // forgotten: the consumer fails after 10 s
+//   auto batch = p.make_consumer(q).dequeue_many(32);
+//
+// ~pipeline stops every runner it started.
+
 #include <chrono>
 #include <memory>
 #include <string>

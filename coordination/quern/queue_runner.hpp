@@ -1,5 +1,15 @@
 #pragma once
 
+// TensorFlow's QueueRunner (docs/semantics.md QR-1..QR-9, docs/coordination.md): enqueue
+// ops that a runner actor runs again and again, one worker each, storing what each run
+// emits in one queue; the last worker to run out of input closes it.
+//
+//   quern::queue_runner runner{q, {quern::async_op(fill), quern::blocking_op(read)}};
+//   runner.start(sys, coord.actor());  // workers registered with the coordinator
+//
+// An async op (async_run) must not block and runs on the scheduler; a blocking op
+// (blocking_run) has a thread of its own. run_enqueue_op() runs one op by hand.
+
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,12 @@
 #pragma once
 
+// The atoms of the queue protocol: the first element of every message a queue actor
+// takes or sends (TensorFlow's operations, keyed enqueues, the streaming protocol of
+// docs/queues.md, feeder). Handles (quern/blocking_queue.hpp) send them for main();
+// an actor sends them through the typed interfaces of quern/interfaces.hpp:
+//   self->request(q, caf::infinite, quern::dequeue_atom::value, quern::wait_forever)
+// The coordinator's and the runners' atoms are in quern/coordination.hpp.
+
 #include <caf/atom.hpp>
 
 namespace quern {

@@ -1,5 +1,11 @@
 #pragma once
 
+// The key of a batch sent by a producer that retries (docs/distributed.md, Retried
+// batches): the producer's name, the batch's number and an attempt number. Every queue
+// actor stores a keyed batch (enqueue_keyed, quern/interfaces.hpp) once, however often it
+// arrives. quern::remote_producer (quern/remote.hpp) makes the keys; users see one only
+// as the answer of producer_mark, which its resumed_after() reads.
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

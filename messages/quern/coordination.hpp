@@ -1,5 +1,12 @@
 #pragma once
 
+// The messages of coordination: the coordinator's and the queue runner's atoms, the
+// registration, join_report and coordinator_status they exchange, and their typed
+// interfaces, coordinator_actor and queue_runner_actor (docs/semantics.md CO-1..CO-8,
+// QR-1..QR-10). spawn_coordinator() and remote_node::coordinator() give a
+// coordinator_actor; main() wraps it in a quern::coordinator (quern/coordinator.hpp),
+// an actor sends it these messages.
+
 #include <cstdint>
 #include <string>
 #include <vector>

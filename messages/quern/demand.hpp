@@ -1,5 +1,11 @@
 #pragma once
 
+// What a consumer asks a queue for: a demand, `count` batches of `n` rows cut as its
+// batch_cut says. The strict dequeues are its one-batch case, and a streaming consumer
+// sends it with pull_atom (docs/queues.md, Three ways to talk to a queue). Users choose a
+// batch_cut when they make a batch_reader (quern/blocking_queue.hpp); readers and
+// queue runners' pulls build their demands themselves.
+
 #include <cstdint>
 
 #include <caf/meta/type_name.hpp>

@@ -1,5 +1,11 @@
 #pragma once
 
+// The element types of tensors: quern::dtype, with TensorFlow's DataType numbers and
+// names (docs/semantics.md C-2), the C++ type of each (dtype_of_v<T>), and
+// visit_dtype(t, f) for code written once for every type. A queue's components are
+// declared with them:
+//   quern::spawn_fifo_queue(sys, 100, {quern::dtype::float32, quern::dtype::int64});
+
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,11 @@
 #pragma once
 
+// quern::element, one tuple of a queue (docs/semantics.md C-4): a tensor per component.
+// A batch is an element whose components share a leading dimension: row(i) is one of
+// its rows (a view), stack_elements() makes one from rows. Every queue operation and
+// client takes and gives elements:
+//   q.enqueue({quern::tensor::scalar(1.5f), quern::tensor::scalar("a")});
+
 #include <initializer_list>
 #include <iterator>
 #include <string>

@@ -1,5 +1,13 @@
 #pragma once
 
+// quern's errors (docs/semantics.md C-1): TensorFlow's status codes as one CAF error
+// category. Between actors a failure is a caf::error (make_error, code_of, message_of,
+// origin_of); blocking handles throw it as the op_error subclass named after TensorFlow's
+// error, and a mistake in the set-up is an argument_error (Python's ValueError):
+//   try { row = q.dequeue(); } catch (const quern::out_of_range_error&) { /* drained */ }
+// throw_error() and error_from_exception() convert between the two forms, keeping the
+// exception object itself within one process.
+
 #include <cstdint>
 #include <exception>
 #include <stdexcept>

@@ -1,5 +1,13 @@
 #pragma once
 
+// The typed interface of every queue actor (docs/semantics.md, Queues; docs/queues.md):
+// strict_queue_actor, TensorFlow's operations as requests; streaming_queue_actor, the
+// credit protocol of one-way messages; queue_actor, both, which spawn_queue() returns;
+// and what crosses processes (keyed enqueues, remote_queue_actor). From main() use a
+// handle (quern/blocking_queue.hpp); an actor requests with caf::infinite and gives a
+// timeout that the queue enforces:
+//   self->request(q, caf::infinite, quern::dequeue_atom::value, quern::wait_forever)
+
 #include <cstdint>
 #include <string>
 #include <vector>

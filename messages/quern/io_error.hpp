@@ -1,5 +1,9 @@
 #pragma once
 
+// io_error(errno, what): the quern error of a failed system call, coded by TensorFlow's
+// errno mapping (docs/semantics.md C-1, RD-3), for the file I/O of readers, event files
+// and tools; return it as a caf::error or throw it with throw_error().
+
 #include <string>
 
 #include <caf/error.hpp>

@@ -1,5 +1,12 @@
 #pragma once
 
+// What an actor system needs to run quern: quern::config, an actor_system_config with
+// every quern message type and quern's error category registered, or
+// add_message_types(cfg) for a config of one's own. A program starts with:
+//   quern::config cfg;
+//   quern::actor_system sys{cfg};  // quern/actor_system.hpp: an exit that never hangs
+// A program that serves or connects uses quern::remote_config (quern/remote.hpp).
+
 #include <caf/actor_system_config.hpp>
 
 namespace quern {

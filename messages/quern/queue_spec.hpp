@@ -1,5 +1,10 @@
 #pragma once
 
+// What a queue is made of: queue_kind (TensorFlow's four queue classes), queue_options
+// (the arguments of spawn_queue(), docs/semantics.md Q-1) and queue_spec, the validated
+// description a queue reports (blocking_queue::spec()). element_from_names() builds an
+// element from named components. Spawning and validation: quern/queue.hpp.
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,7 +18,7 @@
 namespace quern {
 
 /// The four queue kinds of TensorFlow 1.x. What each one does lives in
-/// actors/ (one file per kind); quern/queue.hpp names them and checks their
+/// queues/src/kinds/ (one file per kind); quern/queue.hpp names them and checks their
 /// options.
 enum class queue_kind : uint8_t {
   fifo = 0,

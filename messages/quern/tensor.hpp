@@ -1,5 +1,13 @@
 #pragma once
 
+// quern::tensor: a dtype, a fully defined shape and immutable values shared between
+// copies, so that passing a tensor between actors copies no values; rows, and stacks of
+// consecutive rows, are views. Made with scalar(), vector(), from_values() or build()
+// (in place, for hot paths); read with values<T>() or scalar_value<T>():
+//   auto t = quern::tensor::from_values<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+//   float x = t.values<float>()[4];  // 5
+// Across processes a tensor travels as raw bytes (detail::tensor_wire).
+
 #include <cstdint>
 #include <cstring>
 #include <memory>

@@ -1,5 +1,10 @@
 #pragma once
 
+// quern::tensor_shape: the dimensions of a tensor, or a partial shape (-1 for an unknown
+// dimension, or an unknown rank) as a queue's spec may give one (PaddingFIFOQueue,
+// docs/semantics.md Q-61). Printed as TensorFlow prints shapes (C-2): `[2,3]`, `[?,2]`,
+// `<unknown>`. quern::tensor_shape{3} is a vector of 3 values, tensor_shape{} a scalar.
+
 #include <cstdint>
 #include <initializer_list>
 #include <string>

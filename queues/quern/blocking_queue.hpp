@@ -1,5 +1,15 @@
 #pragma once
 
+// The handles on a queue actor for code that may block (main(), plain threads, detached
+// actors; never an event-based actor): blocking_queue, TensorFlow's operations one call
+// each; queue_writer, a producer on the streaming protocol; queue_reader and
+// batch_reader, consumers that keep demand granted (docs/queues.md). Threads may share
+// each; errors are thrown as op_error subclasses; no element is lost. They work
+// on a queue of another process unchanged (docs/distributed.md).
+//   quern::blocking_queue q{sys, spawn_fifo_queue(sys, 10, {quern::dtype::int64})};
+//   q.enqueue({quern::tensor::scalar(int64_t{1})});
+//   auto row = q.dequeue();
+
 #include <algorithm>
 #include <chrono>
 #include <deque>

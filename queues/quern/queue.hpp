@@ -1,5 +1,14 @@
 #pragma once
 
+// Making queues: spawn_fifo_queue, spawn_random_shuffle_queue, spawn_padding_fifo_queue
+// and spawn_priority_queue, with TensorFlow's argument order (docs/semantics.md Q-1), or
+// spawn_queue(sys, kind, options). Each returns a queue actor (docs/queues.md); bad
+// options are refused with TensorFlow's texts, and a shared_name gives one queue per
+// actor system.
+//   auto q = quern::spawn_fifo_queue(sys, 100, {quern::dtype::float32},
+//                                    {quern::tensor_shape{3}});
+// main() uses q through a handle (quern/blocking_queue.hpp); actors send it messages.
+
 #include <caf/actor_system.hpp>
 
 #include "quern/interfaces.hpp"

@@ -1,5 +1,13 @@
 #pragma once
 
+// quern::actor_system: a caf::actor_system whose end is bounded (docs/coordination.md,
+// At exit). After exit_grace() (2 s) it names what still runs, cancels blocked calls and
+// ends quern's actors, where CAF's own would wait forever without a word. Make it in
+// main() from a quern::config (quern/messages.hpp), before every handle that uses it:
+//   quern::config cfg;
+//   quern::actor_system sys{cfg};
+// detail::exit_watch is the bookkeeping behind its report.
+
 #include <chrono>
 #include <cstdint>
 #include <functional>

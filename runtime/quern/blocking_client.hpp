@@ -1,5 +1,12 @@
 #pragma once
 
+// blocking_client: how a blocking handle (blocking_queue, coordinator, summary_writer,
+// ...) calls an actor from a thread that may block: a request, a wait for its answer
+// without a client-side timeout, and the answer's error thrown as its op_error. Threads
+// may call at once; each call leases a scoped_actor of its own. A handle of one's own:
+//   quern::blocking_client client{sys};
+//   auto n = client.call<int32_t>(q, quern::size_atom::value);
+
 #include <memory>
 #include <mutex>
 #include <optional>

@@ -1,5 +1,10 @@
 #pragma once
 
+// Internal: the memory of tensor values and element components, recycled between the
+// thread that makes a batch and the thread that frees it (docs/performance.md, Tensor
+// memory). quern::tensor and quern::element use it; users need nothing here, and the
+// *_blocks_held() counts are for tests.
+
 #include <cstddef>
 #include <cstring>
 #include <utility>

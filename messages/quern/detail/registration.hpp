@@ -1,5 +1,9 @@
 #pragma once
 
+// Internal: the registration function of each part of the message vocabulary, which
+// quern::add_message_types (quern/messages.hpp) calls. Programs use quern::config or
+// add_message_types, never these.
+
 #include <caf/fwd.hpp>
 
 namespace quern::detail {
