@@ -18,7 +18,7 @@
 using namespace std::chrono_literals;
 using namespace quern::test;
 
-TEST_CASE("distributed rows cross processes exactly once") {
+TEST_CASE("distributed NET-7 rows cross processes exactly once") {
   // Four producer processes (blocking enqueue, queue_writer, enqueue_many,
   // a queue runner) and three consumer processes (blocking dequeue, queue_reader,
   // batch_reader) share one queue in a host process.
@@ -63,7 +63,8 @@ TEST_CASE("distributed rows cross processes exactly once") {
   REQUIRE(got == made);
 }
 
-TEST_CASE("distributed connect and serve errors are quern errors naming the problem") {
+TEST_CASE("distributed NET-2 NET-4 connect and serve errors are quern errors naming the "
+          "problem") {
   quern::remote_config cfg;
   quern::actor_system sys{cfg};
 
@@ -172,7 +173,7 @@ TEST_CASE("distributed connect and serve errors are quern errors naming the prob
   }
 }
 
-TEST_CASE("distributed serve and connect need the middleman") {
+TEST_CASE("distributed NET-1 serve and connect need the middleman") {
   quern::config cfg; // quern's default config does not load it
   quern::actor_system sys{cfg};
   auto q = quern::spawn_fifo_queue(sys, 4, {quern::dtype::int64});
@@ -186,7 +187,7 @@ TEST_CASE("distributed serve and connect need the middleman") {
                   quern::failed_precondition_error);
 }
 
-TEST_CASE("distributed a peer of another wire version is failed_precondition") {
+TEST_CASE("distributed NET-3 a peer of another wire version is failed_precondition") {
   scratch_dir dir;
   auto host = start_host(dir, {"--middleman.app-identifiers=[\"quern-wire-0\"]"});
   quern::remote_config cfg;
@@ -277,13 +278,14 @@ void check_dequeue_victim(const std::string& api) {
 
 } // namespace
 
-TEST_CASE("distributed SIGKILL of a consumer gives back the row it was handed last") {
+TEST_CASE("distributed NET-10 SIGKILL of a consumer gives back the row it was handed "
+          "last") {
   // One handle: a dequeue confirms the row its caller was handed before.
   check_dequeue_victim("dequeue");
 }
 
-TEST_CASE("distributed SIGKILL of a consumer making a handle per row gives back at most "
-          "its last row") {
+TEST_CASE("distributed NET-10 SIGKILL of a consumer making a handle per row gives back "
+          "at most its last row") {
   // A caller that never dequeues again confirms its row when it ends, so
   // the confirmations of those after it are not held back.
   check_dequeue_victim("fresh-dequeue");
@@ -311,7 +313,7 @@ void check_reader_victim(const std::string& api, size_t max_twice) {
 
 } // namespace
 
-TEST_CASE("distributed SIGKILL of a queue_reader gives back the rows it had not "
+TEST_CASE("distributed NET-10 SIGKILL of a queue_reader gives back the rows it had not "
           "confirmed") {
   // The node's queue_reader has a window of 16 rows and confirms every 4:
   // rows taken twice are those it took since the last confirmation that
@@ -320,8 +322,8 @@ TEST_CASE("distributed SIGKILL of a queue_reader gives back the rows it had not 
   check_reader_victim("reader", 16 + 4);
 }
 
-TEST_CASE("distributed SIGKILL of a batch_reader gives back the batches it had not "
-          "confirmed") {
+TEST_CASE("distributed NET-10 SIGKILL of a batch_reader gives back the batches it had "
+          "not confirmed") {
   // The node's batch_reader keeps 4 batches of up to 32 rows and confirms
   // every 2 batches: at most 6 batches twice, as above.
   check_reader_victim("batch", (4 + 2) * 32);
@@ -394,7 +396,7 @@ mover_run run_mover(int64_t count, size_t kill_after) {
 
 } // namespace
 
-TEST_CASE("distributed a queue runner pulling from another process moves every row "
+TEST_CASE("distributed NET-7 a queue runner pulling from another process moves every row "
           "exactly once") {
   // Its worker confirms a run's rows once they are stored, and its end
   // waits for the last confirmation: the queue's process gives nothing back.
@@ -408,8 +410,8 @@ TEST_CASE("distributed a queue runner pulling from another process moves every r
   CHECK_FALSE(contains(run.host_err, "went back"));
 }
 
-TEST_CASE("distributed SIGKILL of a queue runner pulling from another process gives "
-          "back the rows it had not stored") {
+TEST_CASE("distributed NET-10 SIGKILL of a queue runner pulling from another process "
+          "gives back the rows it had not stored") {
   // The worker's runs of 8 pulled rows wait to be stored in 'moved' (a
   // window of 2 pushes): they go back to 'rows', and are stored in 'moved'
   // too once it has room (a streamed push that reached a queue is stored).
@@ -463,8 +465,8 @@ size_t check_killed_producer(const std::set<int64_t>& taken_rows,
 
 } // namespace
 
-TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged is taken "
-          "once, and the others go on") {
+TEST_CASE("distributed NET-11 SIGKILL of a producer: every row the queue acknowledged is "
+          "taken once, and the others go on") {
   // The victim stores rows one blocking enqueue at a time and writes down
   // each one the queue acknowledged; it is killed midway. A second producer
   // (a queue_writer) and a consumer go on.
@@ -499,8 +501,8 @@ TEST_CASE("distributed SIGKILL of a producer: every row the queue acknowledged i
   CHECK(got.size() == victims + static_cast<size_t>(survivor_count));
 }
 
-TEST_CASE("distributed 3 producers and 2 consumers, a producer and a consumer killed "
-          "midway: every acknowledged row is taken, none is lost") {
+TEST_CASE("distributed NET-10 NET-11 3 producers and 2 consumers, a producer and a "
+          "consumer killed midway: every acknowledged row is taken, none is lost") {
   // Producers: a blocking enqueue that writes down each acknowledged row
   // (the victim), a queue_writer and enqueue_many; consumers: a
   // queue_reader (the victim) and a batch_reader. Both victims die while
@@ -559,7 +561,7 @@ TEST_CASE("distributed 3 producers and 2 consumers, a producer and a consumer ki
   CHECK(got.size() - unique.size() <= 16 + 4);
 }
 
-TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable") {
+TEST_CASE("distributed NET-8 SIGKILL of the host fails blocked calls with unavailable") {
   // Two consumers wait on an empty queue, one in a blocking dequeue and one
   // in a queue_reader's pull; the host dies. Neither may hang.
   scratch_dir dir;
@@ -587,8 +589,8 @@ TEST_CASE("distributed SIGKILL of the host fails blocked calls with unavailable"
   CHECK(contains(b->err(), host.address)); // a reader ends with the endpoint's reason
 }
 
-TEST_CASE("distributed SIGKILL of the host: a queue_writer names the rows it sent and "
-          "never saw confirmed") {
+TEST_CASE("distributed NET-8 SIGKILL of the host: a queue_writer names the rows it sent "
+          "and never saw confirmed") {
   // A queue_writer fills the host's queue (capacity 4) and waits with
   // pushes at the queue; the host dies. Those rows may or may not have been
   // stored: the writer ends with unavailable and says how many.
@@ -615,7 +617,7 @@ TEST_CASE("distributed SIGKILL of the host: a queue_writer names the rows it sen
   CHECK(contains(producer->err(), "row(s) this writer sent were never confirmed"));
 }
 
-TEST_CASE("distributed a frozen host is detected by heartbeats") {
+TEST_CASE("distributed NET-9 a frozen host is detected by heartbeats") {
   // SIGSTOP keeps the host's sockets open: only quern's default heartbeats
   // (CAF's are off) let the client notice. The blocked call fails with
   // unavailable instead of waiting forever.
@@ -633,8 +635,8 @@ TEST_CASE("distributed a frozen host is detected by heartbeats") {
   // The child's handle kills the stopped host.
 }
 
-TEST_CASE("distributed a frozen queue_reader's rows go back to the queue, and it ends "
-          "with unavailable when it wakes") {
+TEST_CASE("distributed NET-9 NET-10 a frozen queue_reader's rows go back to the queue, "
+          "and it ends with unavailable when it wakes") {
   // SIGSTOP of a consumer's process keeps its socket open: the queue's
   // process learns of it by heartbeats (connection-timeout, 5 s), gives back
   // what the reader had not confirmed taking, and serves the others. Woken,
@@ -683,7 +685,8 @@ TEST_CASE("distributed a frozen queue_reader's rows go back to the queue, and it
   CHECK(got.size() - unique.size() <= 16 + 4 + 16);
 }
 
-TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavailable") {
+TEST_CASE("distributed NET-8 a host that exits cleanly fails blocked calls with "
+          "unavailable") {
   scratch_dir dir;
   auto host = start_host(dir);
   auto a_out = dir.file("dequeue.out");
@@ -707,7 +710,7 @@ TEST_CASE("distributed a host that exits cleanly fails blocked calls with unavai
   CHECK(contains(b->err(), host.address));
 }
 
-TEST_CASE("distributed the coordinator's calls cross processes") {
+TEST_CASE("distributed NET-15 the coordinator's calls cross processes") {
   // A process blocked in wait_for_stop() on the host's coordinator returns
   // when this process requests stop through its own connection; the stop
   // flag is the host's.
@@ -730,7 +733,7 @@ TEST_CASE("distributed the coordinator's calls cross processes") {
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed SIGKILL of the host fails a blocked coordinator call") {
+TEST_CASE("distributed NET-8 SIGKILL of the host fails a blocked coordinator call") {
   scratch_dir dir;
   auto host = start_host(dir);
   auto out = dir.file("wait.out");
@@ -743,7 +746,8 @@ TEST_CASE("distributed SIGKILL of the host fails a blocked coordinator call") {
   CHECK(contains(waiter->err(), "the coordinator on " + host.address));
 }
 
-TEST_CASE("distributed a stop requested in one process stops a runner in another") {
+TEST_CASE("distributed NET-15 a stop requested in one process stops a runner in "
+          "another") {
   // The runner registered its workers with the host's coordinator through
   // its connection; this process requests stop through its own. The
   // coordinator pushes stop across, the runner's cancel_op closes the
@@ -770,8 +774,8 @@ TEST_CASE("distributed a stop requested in one process stops a runner in another
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed a remote runner's error is the coordinator's first error, naming "
-          "its process") {
+TEST_CASE("distributed NET-16 a remote runner's error is the coordinator's first error, "
+          "naming its process") {
   // The runner's op fails in the feeder's process; the error reaches the
   // host's coordinator through the feeder's connection, placed at the
   // address the host sees it at, and join in a third process rethrows it.
@@ -801,7 +805,7 @@ TEST_CASE("distributed a remote runner's error is the coordinator's first error,
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed a runner whose coordinator's process dies stops") {
+TEST_CASE("distributed NET-17 a runner whose coordinator's process dies stops") {
   // The runner's coordinator handle is its process's endpoint, which ends
   // when the node is lost; a runner stops when its coordinator goes down.
   scratch_dir dir;
@@ -816,8 +820,8 @@ TEST_CASE("distributed a runner whose coordinator's process dies stops") {
   CHECK(contains(quern::test::read_file(out), "stopped"));
 }
 
-TEST_CASE("distributed joins of runners from two processes of one program wait each for "
-          "its own") {
+TEST_CASE("distributed NET-16 joins of runners from two processes of one program wait "
+          "each for its own") {
   // Two processes of the same program register runners with the host's
   // coordinator: their workers have the same actor ids. The coordinator
   // once kept its actors by id alone, took the second process's workers for
@@ -844,8 +848,8 @@ TEST_CASE("distributed joins of runners from two processes of one program wait e
   CHECK(quern::blocking_queue{peer.sys, peer.node.queue("rows")}.size() == 300);
 }
 
-TEST_CASE("distributed join while a remote runner's process dies ends, naming the lost "
-          "runner") {
+TEST_CASE("distributed NET-16 join while a remote runner's process dies ends, naming the "
+          "lost runner") {
   // A runner of the feeder's process is registered with the host's
   // coordinator; this process waits in join() while the feeder is killed.
   // Its workers' loss is an error of theirs: stop is requested and join
@@ -884,7 +888,7 @@ TEST_CASE("distributed join while a remote runner's process dies ends, naming th
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed destroying a remote_node fails the calls waiting on it") {
+TEST_CASE("distributed NET-8 destroying a remote_node fails the calls waiting on it") {
   // A blocking dequeue waits on an empty remote queue when the remote_node
   // it came from is destroyed: CAF answers no promise of an actor that ends,
   // so the endpoint must, or the call would wait forever.

@@ -66,7 +66,8 @@ struct running_flagship {
 
 } // namespace
 
-TEST_CASE("distributed flagship: the trainer killed, the reader exits with Unavailable") {
+TEST_CASE("distributed NET-8 flagship: the trainer killed, the reader exits with "
+          "Unavailable") {
   scratch_dir dir;
   running_flagship f{dir};
   f.trainer->signal(SIGKILL);
@@ -77,8 +78,8 @@ TEST_CASE("distributed flagship: the trainer killed, the reader exits with Unava
   require_exit(*f.host, 128 + SIGTERM);
 }
 
-TEST_CASE("distributed flagship: the queue host killed, trainer and reader exit with "
-          "Unavailable") {
+TEST_CASE("distributed NET-8 flagship: the queue host killed, trainer and reader exit "
+          "with Unavailable") {
   scratch_dir dir;
   running_flagship f{dir};
   f.host->signal(SIGKILL);

@@ -93,8 +93,8 @@ quern::element one_row_batch(int64_t v) {
 
 } // namespace
 
-TEST_CASE("distributed a remote_producer whose host froze with a batch half stored "
-          "stores every row once") {
+TEST_CASE("distributed NET-12 a remote_producer whose host froze with a batch half "
+          "stored stores every row once") {
   // SIGSTOP of the host while the producer's second batch waits with 3 of
   // its 5 rows stored: the producer finds the node lost (heartbeats), fails
   // to connect while the host sleeps (a 1 s connect timeout), and once it
@@ -131,8 +131,8 @@ TEST_CASE("distributed a remote_producer whose host froze with a batch half stor
   CHECK(std::multiset<int64_t>(got.begin(), got.end()) == rows_made(1, count));
 }
 
-TEST_CASE("distributed a remote_producer started again after a kill goes on where the "
-          "queue stands, every row once") {
+TEST_CASE("distributed NET-12 a remote_producer started again after a kill goes on where "
+          "the queue stands, every row once") {
   // kill -9 of the producer while its second batch waits with 3 of its 5
   // rows stored. Started again under the same name, it learns that the
   // queue holds its first batch whole, sends the second again (the queue
@@ -161,8 +161,8 @@ TEST_CASE("distributed a remote_producer started again after a kill goes on wher
   require_taken_once(out, 2, count);
 }
 
-TEST_CASE("distributed one remote_producer shared by two threads stores each of their "
-          "batches once") {
+TEST_CASE("distributed NET-12 one remote_producer shared by two threads stores each of "
+          "their batches once") {
   scratch_dir dir;
   auto host = start_host(dir, {"--node.capacity=1000"});
   test_peer peer{host.address};
@@ -198,8 +198,8 @@ TEST_CASE("distributed one remote_producer shared by two threads stores each of 
   CHECK(q.size() == 0);
 }
 
-TEST_CASE("distributed one remote_producer's push_batch shared by four threads through a "
-          "frozen host stores each batch once, each thread's in order") {
+TEST_CASE("distributed NET-12 one remote_producer's push_batch shared by four threads "
+          "through a frozen host stores each batch once, each thread's in order") {
   // The queue (capacity 100, no consumer yet) fills, and the threads' next
   // batches wait for room, up to the window, while the host is frozen
   // (SIGSTOP): the producer finds the node lost, connects again once the
@@ -265,7 +265,8 @@ TEST_CASE("distributed one remote_producer's push_batch shared by four threads t
   CHECK(std::multiset<int64_t>(took.begin(), took.end()) == made);
 }
 
-TEST_CASE("distributed remote_producer errors: no name, and a node lost for retry_for") {
+TEST_CASE("distributed NET-13 remote_producer errors: no name, and a node lost for "
+          "retry_for") {
   scratch_dir dir;
   auto host = start_host(dir);
   test_peer peer{host.address};
@@ -284,8 +285,8 @@ TEST_CASE("distributed remote_producer errors: no name, and a node lost for retr
       host, [&] { producer.enqueue_many(batch); }, [&] { producer.enqueue_many(batch); });
 }
 
-TEST_CASE("distributed remote_producer push_batch errors: a window out of range, and a "
-          "node lost for retry_for") {
+TEST_CASE("distributed NET-13 remote_producer push_batch errors: a window out of range, "
+          "and a node lost for retry_for") {
   scratch_dir dir;
   auto host = start_host(dir);
   test_peer peer{host.address};
@@ -312,8 +313,8 @@ TEST_CASE("distributed remote_producer push_batch errors: a window out of range,
   CHECK(producer.stored() == 1);
 }
 
-TEST_CASE("distributed remote_producer push_batch: the queue's error for a batch is "
-          "thrown by the next call, and every batch is counted") {
+TEST_CASE("distributed NET-13 remote_producer push_batch: the queue's error for a batch "
+          "is thrown by the next call, and every batch is counted") {
   scratch_dir dir;
   auto host = start_host(dir);
   test_peer peer{host.address};

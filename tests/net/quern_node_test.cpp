@@ -30,7 +30,7 @@ std::unique_ptr<child> start_quern_node(const scratch_dir& dir,
 
 } // namespace
 
-TEST_CASE("quern-node's --queue and --writer values are read or refused by name") {
+TEST_CASE("NET-20 quern-node's --queue and --writer values are read or refused by name") {
   using quern::node_tool::parse_queue_flag;
   auto q = parse_queue_flag("examples:fifo:1000:float32[3],int64[]");
   CHECK(q.name == "examples");
@@ -79,8 +79,8 @@ TEST_CASE("quern-node's --queue and --writer values are read or refused by name"
                     quern::invalid_argument_error);
 }
 
-TEST_CASE("quern-node serves the queues, coordinator and writer of its command line "
-          "until SIGTERM") {
+TEST_CASE("NET-20 quern-node serves the queues, coordinator and writer of its command "
+          "line until SIGTERM") {
   scratch_dir dir;
   auto port_file = dir.file("node.port");
   auto logdir = dir.file("run");
@@ -130,7 +130,8 @@ TEST_CASE("quern-node serves the queues, coordinator and writer of its command l
   CHECK(found);
 }
 
-TEST_CASE("quern-node refuses a bad command line with status 2, naming the value") {
+TEST_CASE("NET-20 quern-node refuses a bad command line with status 2, naming the "
+          "value") {
   scratch_dir dir;
   auto run = [&](std::vector<std::string> args, int status, const std::string& says) {
     auto node = start_quern_node(dir, args);

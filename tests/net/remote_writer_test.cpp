@@ -49,7 +49,7 @@ uint32_t bits_of(float x) {
 
 } // namespace
 
-TEST_CASE("distributed a summary writer takes the scalars of other processes, "
+TEST_CASE("distributed NET-19 a summary writer takes the scalars of other processes, "
           "infinities and NaN included") {
   // Two worker processes feed the host's writer, each from two threads
   // sharing one handle; more scalars each than a handle's batch, so several
@@ -86,8 +86,8 @@ TEST_CASE("distributed a summary writer takes the scalars of other processes, "
   }
 }
 
-TEST_CASE("distributed a summary writer's node lost: the next flush is unavailable, "
-          "naming the writer") {
+TEST_CASE("distributed NET-8 a summary writer's node lost: the next flush is "
+          "unavailable, naming the writer") {
   scratch_dir dir;
   auto host = start_host(dir, {"--node.logdir=" + dir.file("run")});
   auto out = dir.file("worker.out");
@@ -104,7 +104,8 @@ TEST_CASE("distributed a summary writer's node lost: the next flush is unavailab
   CHECK(contains(worker->err(), "unreachable"));
 }
 
-TEST_CASE("distributed a summary writer that is not exported is failed_precondition") {
+TEST_CASE("distributed NET-2 a summary writer that is not exported is "
+          "failed_precondition") {
   scratch_dir dir;
   auto host = start_host(dir);
   auto worker = start_client(dir, "worker", host.address,
@@ -116,8 +117,8 @@ TEST_CASE("distributed a summary writer that is not exported is failed_precondit
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed a process that asked to end with its node exits with that status "
-          "when the node is lost") {
+TEST_CASE("distributed NET-18 a process that asked to end with its node exits with that "
+          "status when the node is lost") {
   // connect_options::exit_status_on_loss: the worker sleeps in no quern
   // call, its runner feeds the host's queue; the host is killed.
   scratch_dir dir;

@@ -110,7 +110,7 @@ std::string own_address() {
 
 } // namespace
 
-TEST_CASE("distributed TLS: mutual authentication carries rows end to end") {
+TEST_CASE("distributed NET-5 NET-7 TLS: mutual authentication carries rows end to end") {
   scratch_dir dir;
   make_pki(dir);
   // The host's key is encrypted: its passphrase opens it.
@@ -135,8 +135,8 @@ TEST_CASE("distributed TLS: mutual authentication carries rows end to end") {
   REQUIRE(std::multiset<int64_t>(vs.begin(), vs.end()) == rows_made(1, 300));
 }
 
-TEST_CASE("distributed TLS under a streaming load while peers come and go: every row "
-          "taken, none lost") {
+TEST_CASE("distributed NET-7 NET-10 TLS under a streaming load while peers come and go: "
+          "every row taken, none lost") {
   // A queue_writer streams 6,000 rows through the TLS host to a paced
   // queue_reader (1 ms a row, so the stream lasts seconds) while, four times,
   // a producer of enqueue_many batches comes and goes, a peer connects and
@@ -213,7 +213,7 @@ TEST_CASE("distributed TLS under a streaming load while peers come and go: every
   CHECK(twice <= static_cast<size_t>(rounds) * (4 + 2) * 32);
 }
 
-TEST_CASE("distributed TLS: a peer without a certificate of the CA is refused") {
+TEST_CASE("distributed NET-5 TLS: a peer without a certificate of the CA is refused") {
   scratch_dir dir;
   make_pki(dir);
   auto host = start_host(dir, tls_args(tls_of(dir, "host", "ca", "secret")));
@@ -279,7 +279,7 @@ TEST_CASE("distributed TLS: a peer without a certificate of the CA is refused") 
   require_exit(*host.proc, 0);
 }
 
-TEST_CASE("distributed TLS files are checked before any socket opens") {
+TEST_CASE("distributed NET-6 TLS files are checked before any socket opens") {
   scratch_dir dir;
   make_pki(dir);
   silent_listener listener;
@@ -363,7 +363,7 @@ TEST_CASE("distributed TLS files are checked before any socket opens") {
   }
 }
 
-TEST_CASE("distributed a non-loopback address is served only with TLS") {
+TEST_CASE("distributed NET-4 a non-loopback address is served only with TLS") {
   scratch_dir dir;
   make_pki(dir);
   auto own = own_address();
@@ -406,7 +406,7 @@ TEST_CASE("distributed a non-loopback address is served only with TLS") {
   }
 }
 
-TEST_CASE("distributed a peer's kill reaches only what was made for it") {
+TEST_CASE("distributed NET-14 a peer's kill reaches only what was made for it") {
   scratch_dir dir;
   auto host = start_host(dir);
   // A consumer and a producer connected before the rogue, working after it.
