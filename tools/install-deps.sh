@@ -15,7 +15,7 @@ set -euo pipefail
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
 # libssl-dev: quern's TLS checks its files with OpenSSL before CAF uses them;
 # openssl: the command the distributed tests make their CA and certificates with;
-# clang-tidy: the test of the sizes of actors/' functions (tests/style/check_sizes.sh).
+# clang-tidy: the test of the sizes of the actor layers' functions (tests/style/check_sizes.sh).
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
           libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
           pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl)

@@ -3,7 +3,7 @@
 // The attempts a queue keeps waiting, in two lines (docs/semantics.md
 // Q-10..Q-14): each knows how to serve itself from the queue and whom to
 // answer. queue_core keeps the lines and the order in which they are served.
-// Private to actors/.
+// Private to queues/.
 
 #include <cstdint>
 #include <map>

@@ -2,7 +2,7 @@
 
 // How a queue answers an attempt: through a response promise (the request
 // calls) or by a message to the client (the streaming protocol). Private to
-// actors/.
+// queues/.
 
 #include <cstdint>
 #include <vector>

@@ -3,7 +3,7 @@
 // The deadlines of a queue's waiting attempts: a heap, and one
 // wake-up scheduled for the earliest, so that a consumer whose calls all
 // carry a long timeout costs one timer per timeout period, not one per call.
-// Private to actors/.
+// Private to queues/.
 
 #include <chrono>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // A queue's side of producers that retry (enqueue_keyed, quern/batch_key.hpp,
 // docs/distributed.md#retried-batches): per producer name, its recent batches
 // and how much of each is stored, so that a retry stores nothing twice and
-// nothing is left out. Private to actors/.
+// nothing is left out. Private to queues/.
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 
 // The state of a queue shared by the four queue kinds (docs/semantics.md
 // Q-10..Q-14): its storage, whether it is closed, and two lines of waiting
-// attempts (attempts.hpp) served in order by one flush. Private to actors/:
+// attempts (attempts.hpp) served in order by one flush. Private to queues/:
 // the public face is quern/queue.hpp.
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 
 // Rows as a queue holds and hands them out: runs of batches and single
-// elements, and the batch dequeue_many builds from them. Private to actors/.
+// elements, and the batch dequeue_many builds from them. Private to queues/.
 
 #include <cstdint>
 #include <deque>

@@ -13,7 +13,7 @@ root=${1:?usage: check_no_outside_refs.sh REPO_ROOT}
 cd "$root"
 
 paths=()
-for d in messages actors logging input examples tests tools bench docs cmake; do
+for d in messages runtime queues logging coordination input net examples tests tools bench docs cmake; do
   [[ -d $d ]] && paths+=("$d")
 done
 for f in README.md CMakeLists.txt Makefile; do

@@ -54,7 +54,7 @@ TEST_CASE("every message type round-trips through CAF's binary serializer",
   o.dtypes = {dtype::int32};
   o.shapes = {tensor_shape{2}};
   o.shared_name = "shared";
-  // A spec as a queue reports it (actors/ makes them from options).
+  // A spec as a queue reports it (queues/ makes them from options).
   queue_spec spec;
   spec.kind = queue_kind::random_shuffle;
   spec.resource_name = "shared";

@@ -1,7 +1,7 @@
 #pragma once
 
 // How a queue runner's worker pushes the rows of its runs to the queue and
-// ends (private to actors/; runner_shared.hpp lists the runner's parts).
+// ends (private to coordination/; runner_shared.hpp lists the runner's parts).
 
 #include <algorithm>
 #include <cstdint>
