@@ -102,6 +102,10 @@ struct tensor_wire {
 
 } // namespace detail
 
+/// Storage that tensors share (tensor::view_of): numeric values in `bytes`,
+/// strings in `strings`.
+using tensor_buffer = detail::tensor_buffer;
+
 /// A dtype, a fully defined shape and an immutable buffer shared between
 /// copies: copying a tensor (or passing it between actors) copies no values.
 /// Numeric scalars are stored inline and need no allocation at all. Slicing
@@ -136,6 +140,17 @@ public:
 
   /// Zeros (false, empty strings) of the given dtype and shape.
   static tensor zeros(dtype type, const tensor_shape& shape);
+
+  /// A tensor of `type` and `shape` viewing values of `buffer` from value
+  /// `offset` on: numeric values in `buffer->bytes` (the offset counts
+  /// values of `type`, and the bytes must start at a multiple of its size),
+  /// strings in `buffer->strings`. Several tensors may view one buffer: the
+  /// components of a batch built in one allocation, as RandomShuffleQueue's
+  /// storage builds them. The buffer must not change once shared. Throws
+  /// invalid_argument_error when the shape is not fully defined, the offset
+  /// is negative or the view does not fit in the buffer.
+  static tensor view_of(dtype type, tensor_shape shape,
+                        std::shared_ptr<const tensor_buffer> buffer, int64_t offset);
 
   dtype type() const { return type_; }
   const tensor_shape& shape() const { return shape_; }
@@ -189,6 +204,12 @@ public:
   /// `target` shape (same rank, every dimension >= ours). Used by padding.
   tensor padded_to(const tensor_shape& target) const;
 
+  /// The values of a numeric or bool tensor as bytes, row-major in the
+  /// host's layout: num_elements() * dtype_size(type()) of them (a copy
+  /// routine that works on any dtype reads them). Throws
+  /// invalid_argument_error for a string tensor.
+  const unsigned char* bytes() const;
+
   /// Whether both tensors view the same buffer (for tests of zero-copy paths).
   bool shares_buffer_with(const tensor& other) const;
 
@@ -228,8 +249,6 @@ public:
   }
 
 private:
-  friend class row_pool; // builds batches straight into a buffer of its own
-
   tensor(dtype type, tensor_shape shape, std::shared_ptr<const detail::tensor_buffer> buf,
          int64_t offset);
 

@@ -34,6 +34,42 @@ void tensor::check_type(dtype requested) const {
                                  dtype_name(requested));
 }
 
+tensor tensor::view_of(dtype type, tensor_shape shape,
+                       std::shared_ptr<const tensor_buffer> buffer, int64_t offset) {
+  check_fully_defined(shape);
+  if (!buffer)
+    throw invalid_argument_error("tensor::view_of: no buffer");
+  if (offset < 0)
+    throw invalid_argument_error("tensor::view_of: negative offset " +
+                                 std::to_string(offset));
+  auto n = static_cast<uint64_t>(shape.num_elements());
+  auto first = static_cast<uint64_t>(offset);
+  uint64_t have = 0;
+  if (type == dtype::string) {
+    have = buffer->strings.size();
+  } else {
+    auto size = static_cast<uint64_t>(dtype_size(type));
+    if (reinterpret_cast<uintptr_t>(buffer->bytes.data()) % size != 0)
+      throw invalid_argument_error("tensor::view_of: the buffer's bytes are not aligned "
+                                   "for " +
+                                   std::string(dtype_name(type)));
+    have = buffer->bytes.size() / size;
+  }
+  if (first > have || n > have - first)
+    throw invalid_argument_error("tensor::view_of: values " + std::to_string(first) +
+                                 ".." + std::to_string(first + n) + " of shape " +
+                                 shape.to_string() + " do not fit in a buffer of " +
+                                 std::to_string(have) + " " +
+                                 std::string(dtype_name(type)) + " values");
+  return tensor(type, std::move(shape), std::move(buffer), offset);
+}
+
+const unsigned char* tensor::bytes() const {
+  if (type_ == dtype::string)
+    throw invalid_argument_error("a string tensor has no bytes of numeric values");
+  return raw();
+}
+
 const unsigned char* tensor::raw() const {
   if (!buf_)
     return inline_;

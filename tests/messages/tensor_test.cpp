@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <memory>
+
 #include "quern/element.hpp"
 #include "quern/tensor.hpp"
 
@@ -66,6 +69,45 @@ TEST_CASE("build writes a tensor's values in place", "[tensor]") {
       tensor::build<float>(tensor_shape{-1, 3}, [&](float*, size_t) { called = true; }),
       "a tensor needs a fully defined shape, got [?,3]");
   CHECK_FALSE(called);
+}
+
+TEST_CASE("view_of makes tensors that share one buffer at offsets", "[tensor]") {
+  // Two int32 columns and one string column of a 2-row batch, in one buffer.
+  auto buf = std::make_shared<tensor_buffer>();
+  std::vector<int32_t> ints{1, 2, 3, 4, 5, 6};
+  buf->bytes.resize(ints.size() * sizeof(int32_t));
+  std::memcpy(buf->bytes.data(), ints.data(), buf->bytes.size());
+  buf->strings = {"a", "b"};
+  std::shared_ptr<const tensor_buffer> shared = buf;
+  auto first = tensor::view_of(dtype::int32, tensor_shape{2}, shared, 0);
+  auto second = tensor::view_of(dtype::int32, tensor_shape{2, 2}, shared, 2);
+  auto names = tensor::view_of(dtype::string, tensor_shape{2}, shared, 0);
+  CHECK(first.to_string() == "int32[2]{1, 2}");
+  CHECK(second.to_string() == "int32[2,2]{3, 4, 5, 6}");
+  CHECK(names.values<std::string>()[1] == "b");
+  CHECK(first.shares_buffer_with(second));
+  CHECK(first.shares_buffer_with(names));
+
+  // Views that do not fit are refused, naming the problem.
+  auto refused = [&](dtype t, tensor_shape s, int64_t offset, const char* text) {
+    try {
+      (void)tensor::view_of(t, std::move(s), shared, offset);
+      FAIL("accepted a view that does not fit");
+    } catch (const invalid_argument_error& e) {
+      CHECK_THAT(e.what(), Catch::Contains(text));
+    }
+  };
+  refused(dtype::int32, tensor_shape{4}, 3, "do not fit in a buffer of 6 int32 values");
+  refused(dtype::int64, tensor_shape{4}, 0, "do not fit in a buffer of 3 int64 values");
+  refused(dtype::string, tensor_shape{3}, 0, "do not fit in a buffer of 2 string values");
+  refused(dtype::int32, tensor_shape{1}, -1, "negative offset");
+  refused(dtype::int32, tensor_shape{-1}, 0, "");
+  try {
+    (void)tensor::view_of(dtype::int32, tensor_shape{1}, nullptr, 0);
+    FAIL("accepted no buffer");
+  } catch (const invalid_argument_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("no buffer"));
+  }
 }
 
 TEST_CASE("copies and row views share the buffer", "[tensor]") {

@@ -140,7 +140,7 @@ void row_pool::append(const element& e, int64_t begin, int64_t count, bool batch
       records_.resize(std::max(need, 2 * records_.size()));
     for (const auto& p : numeric_) // component by component: a sequential read of each
       strided_copy(records_.data() + size_ * record_bytes_ + p.at, record_bytes_,
-                   e.components[p.component].raw() + first * p.bytes, p.bytes, p.bytes,
+                   e.components[p.component].bytes() + first * p.bytes, p.bytes, p.bytes,
                    rows);
   }
   for (size_t k = 0; k < columns_.size(); ++k) {
@@ -232,9 +232,9 @@ element row_pool::finish_take(size_t n) {
   for (size_t k = 0; k < columns_.size(); ++k) {
     auto& c = columns_[k];
     c.out_strings = nullptr;
-    batch.components.push_back(tensor(c.type,
-                                      c.row_shape.with_leading(static_cast<int64_t>(n)),
-                                      buf, static_cast<int64_t>(offsets_[k])));
+    batch.components.push_back(
+        tensor::view_of(c.type, c.row_shape.with_leading(static_cast<int64_t>(n)), buf,
+                        static_cast<int64_t>(offsets_[k])));
   }
   return batch;
 }
