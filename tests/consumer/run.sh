@@ -7,9 +7,10 @@
 #   subproject  (make test) compiles quern once more, as a sub-project:
 #     3. add_subdirectory(quern) in a parent that found Threads, CAF, Protobuf
 #        and OpenSSL itself first (QUERN_ROUTE=subdirectory, QUERN_PARENT_FINDS)
-#     4. FetchContent from the source tree, no download, in a parent that
-#        found nothing: configured and generated (every target quern's
-#        libraries link resolves in the parent), not built again
+#     4. FetchContent from the source tree, no download, configured and
+#        generated (every target quern's libraries link resolves in the
+#        parent), not built again: in a parent that found nothing, and in one
+#        that found only Threads (find_package(Threads REQUIRED) first)
 # Each program must print what the README says it prints.
 # Usage: tests/consumer/run.sh QUERN_BUILD_DIR WORK_DIR [JOBS] [install|subproject|all]
 set -euo pipefail
@@ -69,15 +70,18 @@ fi
 if [ "$routes" != install ]; then
   echo "== quern as a sub-project (add_subdirectory, the parent found its dependencies)"
   cmake -S "$root/tests/consumer" -B "$work/subdirectory" -DQUERN_ROUTE=subdirectory \
-    -DQUERN_PARENT_FINDS=ON -DCMAKE_UNITY_BUILD=ON >"$work/subdirectory.log" ||
+    -DQUERN_PARENT_FINDS=all -DCMAKE_UNITY_BUILD=ON >"$work/subdirectory.log" ||
     { tail -30 "$work/subdirectory.log"; exit 1; }
   cmake --build "$work/subdirectory" -j "$jobs" >>"$work/subdirectory.log" ||
     { tail -30 "$work/subdirectory.log"; exit 1; }
   check_programs "$work/subdirectory" subdirectory
 
-  echo "== quern as a sub-project (FetchContent, configured and generated)"
-  cmake -S "$root/tests/consumer" -B "$work/fetchcontent" -DQUERN_ROUTE=fetchcontent \
-    >"$work/fetchcontent.log" || { tail -30 "$work/fetchcontent.log"; exit 1; }
-  echo "consumer (fetchcontent): configured"
+  for finds in none threads; do
+    echo "== quern as a sub-project (FetchContent; the parent found: $finds)"
+    cmake -S "$root/tests/consumer" -B "$work/fetchcontent-$finds" \
+      -DQUERN_ROUTE=fetchcontent -DQUERN_PARENT_FINDS=$finds >"$work/fetchcontent-$finds.log" ||
+      { tail -30 "$work/fetchcontent-$finds.log"; exit 1; }
+    echo "consumer (fetchcontent, parent found $finds): configured and generated"
+  done
 fi
 echo "consumer ($routes): every route built and ran the README's programs"
