@@ -174,8 +174,17 @@ server serve(caf::actor_system& sys, serve_options opts) {
                                                       opts.reuse_address);
   if (!port) {
     facades->end_node(node);
+    // CAF says only that the socket could not be made: say why when it can
+    // be told (a listener on the port, or sockets that linger on it).
+    std::string why = sys.render(port.error());
+    if (opts.port != 0 && is_listening(opts.port))
+      why = "the address is already in use (another socket listens on port " +
+            std::to_string(opts.port) + ")";
+    else if (opts.port != 0 && !opts.reuse_address)
+      why += " (if sockets of an earlier process linger on port " +
+             std::to_string(opts.port) + ", serve_options::reuse_address lets it listen)";
     throw unavailable_error("quern::serve cannot listen on " + opts.host + ":" +
-                            std::to_string(opts.port) + ": " + sys.render(port.error()));
+                            std::to_string(opts.port) + ": " + why);
   }
   await_published(sys);
   auto p = std::make_unique<server::impl>();

@@ -1,7 +1,13 @@
 // quern-node (tools/quern_node/): its flags, and the program serving what
 // they say to this test process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -150,4 +156,78 @@ TEST_CASE("NET-20 quern-node refuses a bad command line with status 2, naming th
       "refuses to listen on '0.0.0.0' without TLS");
   run({"--coordinator", "--certificate=/nonexistent.pem"}, 2,
       "TLS needs a certificate, its key and a CA file together");
+}
+
+namespace {
+
+// Starts quern-node on `listen` with a queue `rows` and waits for its port.
+uint16_t serve_rows(const scratch_dir& dir, std::unique_ptr<child>& node,
+                    const std::string& listen, const std::string& port_file,
+                    std::vector<std::string> extra = {}) {
+  std::filesystem::remove(port_file);
+  std::vector<std::string> args{"--listen=" + listen, "--port-file=" + port_file,
+                                "--queue=rows:fifo:100:int64[]"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  node = start_quern_node(dir, args);
+  bool up = eventually(start_limit, [&] {
+    return std::filesystem::exists(port_file) || node->wait(0ms).has_value();
+  });
+  INFO(node->report());
+  REQUIRE(up);
+  REQUIRE(std::filesystem::exists(port_file));
+  return static_cast<uint16_t>(std::stoi(read_file(port_file)));
+}
+
+} // namespace
+
+TEST_CASE("quern-node killed with SIGKILL and started again on its port serves at once") {
+  scratch_dir dir;
+  auto port_file = dir.file("node.port");
+  std::unique_ptr<child> node;
+  auto port = serve_rows(dir, node, "127.0.0.1:0", port_file);
+  auto address = "127.0.0.1:" + std::to_string(port);
+  {
+    // A connection that the killed node's kernel closes first and the peer
+    // after it, reading to the end: the node's end of it lingers on the port
+    // (TIME-WAIT), which refuses a listener without SO_REUSEADDR.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+    std::this_thread::sleep_for(200ms); // accepted; the node sent its handshake
+    node->signal(SIGKILL);
+    node->wait(run_limit);
+    char buf[4096];
+    while (::read(fd, buf, sizeof buf) > 0) {
+    }
+    ::close(fd);
+  }
+  std::unique_ptr<child> again;
+  CHECK(serve_rows(dir, again, address, port_file) == port);
+  test_peer peer{address};
+  quern::blocking_queue rows{peer.sys, peer.node.queue("rows")};
+  rows.enqueue(quern::element{quern::tensor::scalar(int64_t{2})});
+  CHECK(rows.dequeue()[0].values<int64_t>()[0] == 2);
+  again->signal(SIGTERM);
+  require_exit(*again, 0);
+}
+
+TEST_CASE("quern-node on a port another socket listens on says the address is in use") {
+  scratch_dir dir;
+  auto port_file = dir.file("node.port");
+  std::unique_ptr<child> first;
+  auto port = serve_rows(dir, first, "127.0.0.1:0", port_file);
+  auto second = start_quern_node(dir, {"--listen=127.0.0.1:" + std::to_string(port),
+                                       "--queue=rows:fifo:100:int64[]"});
+  require_exit(*second, 1);
+  CHECK(contains(second->err(),
+                 "quern::serve cannot listen on 127.0.0.1:" + std::to_string(port) +
+                     ": the address is already in use (another socket "
+                     "listens on port " +
+                     std::to_string(port) + ")"));
+  first->signal(SIGTERM);
+  require_exit(*first, 0);
 }

@@ -35,6 +35,9 @@ struct settings {
   std::vector<std::string> writers;
   bool coordinator = false;
   std::string port_file;
+  /// Without it (SO_REUSEADDR), a node killed and started again on its port
+  /// serves at once, though sockets of its last run linger (TIME-WAIT).
+  bool no_reuse_address = false;
   tls_options tls;
 };
 
@@ -56,7 +59,7 @@ int run(const settings& s, const sigset_t& stop_signals) {
   auto cfg =
       tls ? std::make_unique<remote_config>(s.tls) : std::make_unique<remote_config>();
   actor_system sys{*cfg};
-  serve_options opts{host, port};
+  serve_options opts{host, port, !s.no_reuse_address};
   std::string what;
   for (auto& q : queue_flags) {
     if (opts.queues.count(q.name))
@@ -123,6 +126,9 @@ int main(int argc, char** argv) {
       "writer", po::value(&s.writers)->composing(),
       "NAME=LOGDIR: serve a summary writer of LOGDIR as NAME; repeatable")(
       "port-file", po::value(&s.port_file), "write the port served on to this file")(
+      "no-reuse-address", po::bool_switch(&s.no_reuse_address),
+      "do not listen while sockets of an earlier run linger on the port (by default "
+      "a node started again on its port serves at once)")(
       "certificate", po::value(&s.tls.certificate), "TLS: this node's PEM certificate")(
       "key", po::value(&s.tls.key), "TLS: its PEM private key")(
       "passphrase", po::value(&s.tls.passphrase), "TLS: the key's passphrase")(
