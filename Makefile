@@ -8,6 +8,7 @@
 # and the one a change needs:
 #   make check  the plain build and every test once (the fuzz targets' corpora replayed), and
 #               the README's programs built against the install (find_package, pkg-config)
+#   make examples   builds every example program of the README in build/examples/
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (clang build in FUZZ_BUILD)
 #   make tsan   builds the library and its tests with ThreadSanitizer and runs them
 #   make soak   runs quern_soak for SOAK_SECONDS (a pipeline under random failures and stops)
@@ -31,7 +32,7 @@ DEMO_TARGETS    = quern_example_csv_pipeline quern-board
 INSTALL_TARGETS = quern_messages quern_runtime quern_queues quern_logging quern_coordination \
                   quern_input quern_net quern-board quern-node
 
-.PHONY: all deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-tsan demo install test test-plain \
+.PHONY: all examples deps deps-fuzz deps-peers bench-peers build build-asan build-fuzz build-tsan demo install test test-plain \
         check test-consumer test-consumer-install test-subproject test-asan fuzz tsan soak stress bench format clean
 
 all: build
@@ -81,9 +82,20 @@ $(TSAN_BUILD)/CMakeCache.txt:
 build-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 
-demo: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
-	tools/demo.sh $(BUILD)
+# The package and build output goes to a log of its own; the terminal shows
+# the demo (and the log's end, if something failed).
+DEMO_LOG = $(BUILD)/demo.log
+demo:
+	@mkdir -p $(BUILD)
+	@echo "== installing what is missing, building the flagship and quern-board (log: $(DEMO_LOG))"
+	@{ tools/install-deps.sh && $(MAKE) --no-print-directory $(BUILD)/CMakeCache.txt && \
+	   cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS); } >$(DEMO_LOG) 2>&1 || \
+	 { tail -n 30 $(DEMO_LOG); echo "make demo: failed; the whole log: $(DEMO_LOG)"; exit 1; }
+	@tools/demo.sh $(BUILD)
+
+# Every example program of the README's table, in $(BUILD)/examples/.
+examples: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target quern_examples
 
 install: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target $(INSTALL_TARGETS)

@@ -116,9 +116,7 @@ int main(int argc, char** argv) {
     coord.request_stop();
     coord.join(threads);
     writer.close();
-    std::cout << "scalars logged to " << logdir << "\n"
-              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
-              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
+    std::cout << quern::cli::charts_hint(logdir);
   } catch (const op_error& e) {
     std::cerr << "five_groups: " << error_code_name(e.code()) << ": " << e.what() << "\n";
     return 1;

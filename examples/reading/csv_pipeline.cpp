@@ -171,9 +171,7 @@ int main(int argc, char** argv) {
     std::cout << std::fixed << std::setprecision(3) << "trained " << step << " steps of "
               << batch_size << ", last loss " << loss << "\nlearned w1 = " << model.w1
               << ", w2 = " << model.w2 << ", b = " << model.b << "   (true: 3, -2, 1)\n"
-              << "scalars logged to " << logdir << "\n"
-              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
-              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
+              << quern::cli::charts_hint(logdir);
   } catch (const op_error& e) {
     std::cerr << "csv_pipeline: " << error_code_name(e.code()) << ": " << e.what()
               << "\n";

@@ -73,9 +73,7 @@ int main(int argc, char** argv) {
     }
     std::cout << "\n";
     writer.close();
-    std::cout << "scalars logged to " << logdir << "\n"
-              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
-              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
+    std::cout << quern::cli::charts_hint(logdir);
   } catch (const quern::op_error& e) {
     std::cerr << "incrementer: " << quern::error_code_name(e.code()) << ": " << e.what()
               << "\n";

@@ -172,9 +172,7 @@ int main(int argc, char** argv) {
               << " steps; w = (" << w0 << ", " << w1 << "), b = " << b
               << "  (the boundary x0 + 2 x1 = 0 has w1/w0 = 2: here "
               << (w0 != 0 ? w1 / w0 : 0) << ")\n"
-              << "scalars logged to " << logdir << "\n"
-              << "charts of them:  quern-board html " << logdir << "  (writes " << logdir
-              << "/index.html)   or:  tensorboard --logdir " << logdir << "\n";
+              << quern::cli::charts_hint(logdir);
     return rc;
   } catch (const op_error& e) {
     std::cerr << "queue_runner_training: " << error_code_name(e.code()) << ": "

@@ -6,6 +6,7 @@
 // target quern_command_line; programs with no options of their own use
 // quern::parse_command_line (quern/command_line.hpp) instead.
 
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -90,6 +91,34 @@ inline std::optional<int> parse_options(const std::string& program, int argc, ch
                                         const po::options_description& desc,
                                         po::variables_map& vm) {
   return parse_options(program, argc, argv, desc, vm, parse_settings{});
+}
+
+/// How to run quern-board from where the user stands: the one built beside
+/// this program (`build/tools/quern-board` for `build/examples/<example>`),
+/// relative to the working directory when it is below it, or `quern-board`
+/// (installed, on PATH) when there is none.
+inline std::string board_command() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return "quern-board";
+  auto beside = self.parent_path().parent_path() / "tools" / "quern-board";
+  if (!fs::exists(beside, ec))
+    return "quern-board";
+  auto here = fs::current_path(ec);
+  auto rel = ec ? fs::path{} : beside.lexically_relative(here);
+  if (!rel.empty() && *rel.begin() != "..")
+    return rel.string();
+  return beside.string();
+}
+
+/// The line an example ends with: where its scalars went and how to see them
+/// (commands that work as printed).
+inline std::string charts_hint(const std::string& logdir) {
+  return "scalars logged to " + logdir + "\ncharts of them:  " + board_command() +
+         " html " + logdir + "  (writes " + logdir +
+         "/index.html)   or:  tensorboard --logdir " + logdir + "\n";
 }
 
 /// A number as --help shows it: 0.1, not Boost's 0.10000000000000001.
