@@ -21,6 +21,7 @@
 #include "quern/queue.hpp"
 #include "quern/queue_runner.hpp"
 #include "quern/remote.hpp"
+#include "quern/stop_on_signals.hpp"
 #include "quern/summary/summary_writer.hpp"
 
 // Fragments show values that the reader's own code goes on to use.
@@ -59,6 +60,16 @@ try {
 catch (const std::exception& e) { coord.request_stop(e); }
 coord.request_stop();
 coord.join(threads);     // throws the first error with its original message
+// docs-snippet-end
+}
+
+int coordination_signals(caf::actor_system& sys, std::vector<caf::actor> threads) {
+// docs-snippet-begin: coordination-signals
+quern::coordinator coord{sys};
+quern::stop_on_signals interrupt{coord};  // SIGINT and SIGTERM, until it goes out of scope
+while (!coord.should_stop()) { /* train */ }
+coord.join(threads);                      // returns normally: a clean stop
+return interrupt.received() ? 128 + interrupt.received() : 0;
 // docs-snippet-end
 }
 

@@ -1,8 +1,12 @@
 # The example programs, run as a user runs them: they are built with the
 # suite (QUERN_BUILD_TESTS requires QUERN_BUILD_EXAMPLES) and found by path.
 quern_add_test_suite(quern_test_examples
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/examples_test.cpp
-  LIBS quern::input)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/examples_test.cpp ${CMAKE_CURRENT_LIST_DIR}/umbrella_test.cpp
+  LIBS quern::quern)
+# umbrella_test.cpp includes nothing but <quern/quern.hpp>: compiled on its
+# own, so that no header of a batch stands in for one the umbrella misses.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/umbrella_test.cpp
+                            PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_include_directories(quern_test_examples PRIVATE ${PROJECT_SOURCE_DIR}/tests/input)
 foreach(example csv_pipeline five_groups queue_runner_training incrementer hello_queue
                 shared_handles)
