@@ -16,6 +16,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "quern/error.hpp"
+
 namespace quern::cli {
 
 namespace po = boost::program_options;
@@ -119,6 +121,23 @@ inline std::string charts_hint(const std::string& logdir) {
   return "scalars logged to " + logdir + "\ncharts of them:  " + board_command() +
          " html " + logdir + "  (writes " + logdir +
          "/index.html)   or:  tensorboard --logdir " + logdir + "\n";
+}
+
+/// Runs a program's body `f` (returning its exit status) and turns an
+/// exception that escapes it into the program's last line and status 1:
+/// `five_groups: OutOfRange: ...` for a quern error (its TensorFlow code),
+/// `five_groups: ...` for any other.
+template <class F>
+int run_reporting(const std::string& program, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    std::string code;
+    if (auto* op = dynamic_cast<const quern::op_error*>(&e))
+      code = std::string(quern::error_code_name(op->code())) + ": ";
+    std::cerr << program << ": " << code << e.what() << "\n";
+    return 1;
+  }
 }
 
 /// A number as --help shows it: 0.1, not Boost's 0.10000000000000001.
