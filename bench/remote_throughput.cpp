@@ -553,8 +553,8 @@ int raw_sink(const params& p) {
 // The raw pair with a process between, as quern's host sits between
 // producer and consumer: the bound of two loopback hops. It moves bytes, not
 // frames: each read takes all that has arrived (up to 1 MiB), so that under
-// load one pair of system calls carries many batches. (Frame by frame it was
-// 0.40x-0.48x of the pair here, against 0.52x-0.60x so; docs/performance.md.)
+// load one pair of system calls carries many batches. (Frame by frame it
+// reached 0.40x-0.48x of the pair here, against 0.52x-0.60x so.)
 int raw_relay(const std::string& sink_address) {
   int out = connect_to(sink_address);
   int in = accept_one();

@@ -89,8 +89,8 @@ struct tensor_wire {
       std::string raw;
       auto load = [&]() -> caf::error {
         // From pointers of the vector's own type, so that it is one memcpy
-        // (from char iterators GCC 12 copies byte by byte: a quarter of a
-        // queue host's CPU, docs/performance.md, Across processes).
+        // (from char iterators GCC 12 copies byte by byte: it was a quarter
+        // of a queue host's CPU).
         auto first = reinterpret_cast<const unsigned char*>(raw.data());
         x.bytes.assign(first, first + raw.size());
         return caf::none;
