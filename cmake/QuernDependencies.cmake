@@ -4,13 +4,13 @@
 #
 # Imported targets are visible only in the directory that found them and
 # below. When quern is a sub-project, its libraries' link interfaces name
-# CAF::core, CAF::openssl, OpenSSL::SSL, Threads::Threads and
-# protobuf::libprotobuf in the parent's directories too, so the ones quern
+# CAF::core, CAF::openssl, OpenSSL::SSL, Threads::Threads,
+# protobuf::libprotobuf and ZLIB::ZLIB in the parent's directories too, so the ones quern
 # found itself are made global. One its parent found first is visible there
 # already, and CMake refuses IMPORTED_GLOBAL on a target made in another
 # directory: those are left as they are.
 set(_quern_deps CAF::core CAF::io CAF::openssl OpenSSL::SSL OpenSSL::Crypto Threads::Threads
-                protobuf::libprotobuf)
+                protobuf::libprotobuf ZLIB::ZLIB)
 set(_quern_deps_before "")
 foreach(_quern_dep IN LISTS _quern_deps)
   if(TARGET ${_quern_dep})
@@ -25,6 +25,8 @@ endif()
 find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(OpenSSL REQUIRED)
+# input/'s GZIP and ZLIB record files (Debian's zlib1g-dev).
+find_package(ZLIB REQUIRED)
 
 if(NOT QUERN_TOP_LEVEL)
   foreach(_quern_dep IN LISTS _quern_deps)

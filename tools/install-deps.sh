@@ -15,10 +15,13 @@ set -euo pipefail
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
 # libssl-dev: quern's TLS checks its files with OpenSSL before CAF uses them;
 # openssl: the command the distributed tests make their CA and certificates with;
-# clang-tidy: the test of the sizes of the actor layers' functions (tests/style/check_sizes.sh).
+# clang-tidy: the test of the sizes of the actor layers' functions (tests/style/check_sizes.sh);
+# zlib1g-dev: the readers' and tf_record_writer's GZIP and ZLIB files (quern::input links it);
+# python3: the independent writer of the compressed files tests/input reads.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
           libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
-          pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl)
+          pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl zlib1g-dev
+          python3)
 case "${1:-}" in
 --fuzz) packages+=(clang libclang-rt-14-dev) ;;
 --peers) packages+=(python3-numpy) ;;

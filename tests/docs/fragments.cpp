@@ -16,6 +16,7 @@
 #include "quern/coordinator.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/readers.hpp"
+#include "quern/input/tf_record.hpp"
 #include "quern/messages.hpp"
 #include "quern/pipeline.hpp"
 #include "quern/queue.hpp"
@@ -81,6 +82,24 @@ for (;;) {
   auto [key, value] = reader.read(filenames);  // "data.csv:2", "1,2,3"
   auto columns = quern::decode_csv(value, defaults);
 }                                              // out_of_range_error at the end
+// docs-snippet-end
+}
+
+void input_compressed(caf::actor_system& sys, const std::vector<std::string>& examples) {
+// docs-snippet-begin: input-compressed
+// writer = tf.io.TFRecordWriter("train.tfrecord.gz", options="GZIP")
+quern::tf_record_writer writer{"train.tfrecord.gz", "GZIP"};
+for (auto& e : examples)
+  writer.write(e);
+writer.close();  // ends the gzip stream; throws what a write failed with
+
+quern::tf_record_options options;  // tf.io.TFRecordOptions
+options.compression_type = "GZIP";
+options.input_buffer_size = 1 << 20;  // compressed bytes read at a time
+quern::tf_record_reader reader{options};
+quern::blocking_queue filenames{sys, spawn_fifo_queue(sys, 32, {dtype::string}, {tensor_shape{}})};
+auto [key, value] = reader.read(filenames);  // "train.tfrecord.gz:0", the first example
+std::cout << key << ": " << value.size() << " bytes\n";
 // docs-snippet-end
 }
 

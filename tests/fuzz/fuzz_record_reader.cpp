@@ -23,23 +23,34 @@
 //   error); read_event_file gives one event per record up to the first record
 //   that is not an Event (`cannot parse Event at X`), each event the one
 //   decode_event makes of that record.
+// - record_reader over a byte_source of the same bytes gives them too; and
+//   input/'s TFRecord source on a ZLIB-compressed file of them (small
+//   buffers, so that every refill path runs) gives the same records with
+//   their offsets as keys, and read_records' error with the file named.
+// - The input itself as a GZIP or ZLIB file (almost always damaged data)
+//   ends cleanly or with a data_loss error that names the file: never a
+//   crash, a hang or another error.
 //
 // QUERN_FUZZ_SEEDS_OUT=<dir>: writes the seed corpus to <dir> and exits;
 // tests/fuzz/make_seeds.sh runs it.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
 
 #include <google/protobuf/stubs/logging.h>
+#include <zlib.h>
 
 #include "quern/error.hpp"
 #include "quern/format/record.hpp"
+#include "quern/input/readers.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/reader.hpp"
 
@@ -179,6 +190,83 @@ void check_file_readers(std::string_view buf, const quern::record_list& list) {
   }
 }
 
+/// record_reader over a byte_source agrees with read_records on the same bytes.
+void check_byte_source(std::string_view buf, const quern::record_list& list) {
+  size_t pos = 0;
+  quern::record_reader reader{[&](char* dst, size_t n, size_t& got) -> caf::error {
+    got = std::min(n, buf.size() - pos);
+    std::copy(buf.data() + pos, buf.data() + pos + got, dst);
+    pos += got;
+    return caf::none;
+  }};
+  std::string payload;
+  size_t i = 0;
+  caf::error err;
+  for (;;) {
+    auto offset = reader.offset();
+    err = reader.next(payload);
+    if (err)
+      break;
+    PROMISE(i < list.records.size());
+    PROMISE(payload == list.records[i]);
+    PROMISE(offset == list.offsets[i]);
+    ++i;
+  }
+  PROMISE(i == list.records.size());
+  if (list.error)
+    PROMISE(same_error(err, list.error));
+  else
+    PROMISE(quern::is(err, quern::error_code::out_of_range));
+  PROMISE(same_error(reader.next(payload), err));
+}
+
+/// Every record of `path` through input's TFRecord source with `options`:
+/// the records, and the message of the data_loss error that ended reading
+/// ("" at a clean end). Any other exception escapes: a broken promise.
+std::pair<std::vector<quern::record>, std::string>
+read_source(const std::string& path, const quern::tf_record_options& options) {
+  std::vector<quern::record> out;
+  try {
+    auto source = quern::open_tf_record_source(path, options);
+    quern::record r;
+    while (source->next(r))
+      out.push_back(r);
+  } catch (const quern::data_loss_error& e) {
+    return {out, e.what()};
+  }
+  return {out, ""};
+}
+
+/// The bytes compressed into a ZLIB file read as read_records reads them;
+/// the input as a damaged GZIP or ZLIB file: a clean end or data_loss.
+void check_compressed(std::string_view buf, const quern::record_list& list) {
+  const auto& path = temp_path();
+  std::string z(compressBound(static_cast<uLong>(buf.size())), '\0');
+  auto z_size = static_cast<uLongf>(z.size());
+  PROMISE(compress2(reinterpret_cast<Bytef*>(z.data()), &z_size,
+                    reinterpret_cast<const Bytef*>(buf.data()),
+                    static_cast<uLong>(buf.size()), Z_DEFAULT_COMPRESSION) == Z_OK);
+  z.resize(z_size);
+  write_file(path, z);
+  auto [records, error] = read_source(path, quern::tf_record_options{"ZLIB", 7, 5});
+  PROMISE(records.size() == list.records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    PROMISE(records[i].value == list.records[i]);
+    PROMISE(records[i].key == path + ":" + std::to_string(list.offsets[i]));
+  }
+  if (list.error)
+    PROMISE(error == path + "; " + quern::message_of(list.error) +
+                         " (an offset in the decompressed ZLIB data)");
+  else
+    PROMISE(error.empty());
+
+  write_file(path, buf);
+  for (const char* kind : {"GZIP", "ZLIB"}) {
+    auto raw = read_source(path, quern::tf_record_options{kind, 64, 64});
+    PROMISE(raw.second.empty() || raw.second.rfind(path + "; ", 0) == 0);
+  }
+}
+
 /// Framed input damaged once: the predicted records and error.
 void check_framed(const uint8_t* data, size_t size) {
   if (size < 3)
@@ -302,5 +390,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto list = quern::read_records(buf);
   check_buffer_result(buf, list);
   check_file_readers(buf, list);
+  check_byte_source(buf, list);
+  check_compressed(buf, list);
   return 0;
 }

@@ -13,7 +13,8 @@ set(QUERN_FUZZ_TEST_SECONDS 5 CACHE STRING
     "Seconds each fuzz target runs as a CTest in the libFuzzer build")
 
 set(quern_fuzz_targets
-  record_reader        # TFRecord framing: read_records, record_reader, read_event_file
+  record_reader        # TFRecord framing: read_records, record_reader, read_event_file,
+                       # input's GZIP and ZLIB TFRecord files
   event_parser         # decode_event / encode_event round trips
   decode_csv           # decode_csv: records, defaults, delimiters, select_cols
   queue_messages       # a queue actor against a model, operation by operation
@@ -50,3 +51,5 @@ endforeach()
 # targets that parse events silence that through libprotobuf's log handler.
 target_link_libraries(quern_fuzz_event_parser PRIVATE protobuf::libprotobuf)
 target_link_libraries(quern_fuzz_record_reader PRIVATE protobuf::libprotobuf)
+# It compresses its inputs to read them as ZLIB files too.
+target_link_libraries(quern_fuzz_record_reader PRIVATE ZLIB::ZLIB)

@@ -8,12 +8,14 @@
 // them in detached actors (e.g. a queue runner's blocking_op worker) or in
 // plain threads, never inside an event-based actor (docs/input.md).
 //
-// Compression: TF's FixedLengthRecordReader `encoding` and TFRecordReader
-// `compression_type` accept "ZLIB" and "GZIP". zlib is not one of quern's
-// dependencies, so both values are refused with UNIMPLEMENTED
-// (unimplemented_error) when the reader is constructed; any other non-empty
-// value is refused with INVALID_ARGUMENT (TF silently reads such files
-// uncompressed).
+// Compression (RD-8): FixedLengthRecordReader's `encoding` and
+// TFRecordReader's `compression_type` take "", "ZLIB" or "GZIP", as TF's: the
+// records are those of the decompressed bytes (keys count them too). Damaged
+// compressed data, or a file that ends inside its compressed stream, throws
+// data_loss_error naming the file and the compressed offset. Any other value
+// is refused with INVALID_ARGUMENT (TF silently reads such files
+// uncompressed). tf_record_writer (<quern/input/tf_record.hpp>) writes such
+// files.
 //
 // Errors are thrown as quern::op_error subclasses named after TF's errors:
 // out_of_range_error (the filename queue is closed and drained), not_found_error
@@ -30,6 +32,7 @@
 #include "quern/blocking_queue.hpp"
 #include "quern/element.hpp"
 #include "quern/input/packed_values.hpp"
+#include "quern/input/tf_record.hpp"
 
 namespace quern {
 
@@ -81,6 +84,8 @@ struct fixed_length_options {
   int64_t footer_bytes = 0;
   /// Distance between record starts; 0 means record_bytes.
   int64_t hop_bytes = 0;
+  /// "", "ZLIB" or "GZIP": the sizes apply to the decompressed bytes (RD-8).
+  std::string encoding;
 };
 
 /// FixedLengthRecordReader (RD-5): record k (key `<file>:<k>`, 0-based)
@@ -98,7 +103,12 @@ std::unique_ptr<record_source> open_fixed_length_source(const std::string& file,
 /// record's length field>`. Damage throws data_loss_error `corrupted record at
 /// <X>` / `truncated record at <X>` (SW-22, offsets as logging's
 /// record_reader reports them); a clean end of file ends the file.
-std::unique_ptr<record_source> open_tf_record_source(const std::string& file);
+/// Compressed (RD-8): offsets count decompressed bytes, and every error names
+/// the file: `<file>; corrupted record at <X> (an offset in the decompressed
+/// GZIP data)`, `<file>; corrupt GZIP data at compressed offset <C>: ...`,
+/// `<file>; truncated GZIP data: ...`.
+std::unique_ptr<record_source>
+open_tf_record_source(const std::string& file, const tf_record_options& options = {});
 
 /// WholeFileReader (RD-7): one record per file (also for an empty file):
 /// key = the file name, value = its entire contents.
@@ -175,7 +185,8 @@ public:
 
 /// tf.FixedLengthRecordReader(record_bytes, header_bytes, footer_bytes,
 /// hop_bytes, encoding): throws invalid_argument_error `<attr> must be >= 0
-/// not <n>`; encoding "ZLIB"/"GZIP" throws unimplemented_error (no zlib).
+/// not <n>`, or `Unsupported encoding "<e>": expected "", "ZLIB" or "GZIP"`.
+/// Compressed files are decompressed with TF's 256 KiB buffers.
 class fixed_length_record_reader : public reader {
 public:
   explicit fixed_length_record_reader(int64_t record_bytes, int64_t header_bytes = 0,
@@ -183,11 +194,14 @@ public:
                                       const std::string& encoding = {});
 };
 
-/// tf.TFRecordReader(options): compression_type "" only; "ZLIB"/"GZIP" throw
-/// unimplemented_error (no zlib).
+/// tf.TFRecordReader(options): compression_type "", "ZLIB" or "GZIP", else
+/// invalid_argument_error `Unsupported compression_type "<c>": expected "",
+/// "ZLIB" or "GZIP"`; with tf_record_options, also the buffer sizes
+/// compressed files are read with (invalid_argument_error outside 1 B..1 GiB).
 class tf_record_reader : public reader {
 public:
   explicit tf_record_reader(const std::string& compression_type = {});
+  explicit tf_record_reader(const tf_record_options& options);
 };
 
 /// tf.WholeFileReader().

@@ -1,8 +1,10 @@
 // FixedLengthRecordReader: records of a fixed size between a header and a
-// footer, hop_bytes apart (RD-5).
+// footer, hop_bytes apart (RD-5), in a plain file or in the decompressed bytes
+// of a GZIP or ZLIB one (RD-8).
 
 #include "quern/input/readers.hpp"
 
+#include "inflating_file.hpp"
 #include "reader_files.hpp"
 
 namespace quern {
@@ -11,10 +13,15 @@ using namespace detail;
 
 namespace {
 
+/// Over a buffered_file or an inflating_file (made of `args`), which read and
+/// skip alike.
+template <class File>
 class fixed_length_source : public record_source {
 public:
-  fixed_length_source(const std::string& file, const fixed_length_options& o)
-      : file_(file), record_(static_cast<uint64_t>(o.record_bytes)),
+  template <class... Args>
+  fixed_length_source(const fixed_length_options& o, Args&&... args)
+      : file_(std::forward<Args>(args)...),
+        record_(static_cast<uint64_t>(o.record_bytes)),
         window_size_(static_cast<uint64_t>(o.record_bytes + o.footer_bytes)),
         hop_(static_cast<uint64_t>(o.hop_bytes == 0 ? o.record_bytes : o.hop_bytes)) {
     if (file_.skip(static_cast<uint64_t>(o.header_bytes)) <
@@ -54,7 +61,7 @@ private:
     return false;
   }
 
-  buffered_file file_;
+  File file_;
   uint64_t record_;
   uint64_t window_size_;
   uint64_t hop_;
@@ -71,7 +78,8 @@ fixed_length_options checked_fixed_length(int64_t record_bytes, int64_t header_b
   o.record_bytes = checked("record_bytes", record_bytes);
   o.footer_bytes = checked("footer_bytes", footer_bytes);
   o.hop_bytes = checked("hop_bytes", hop_bytes);
-  check_compression("encoding", encoding);
+  parse_compression("encoding", encoding);
+  o.encoding = encoding;
   return o;
 }
 
@@ -83,7 +91,13 @@ open_fixed_length_source(const std::string& file, const fixed_length_options& op
   check_non_negative("record_bytes", opts.record_bytes);
   check_non_negative("footer_bytes", opts.footer_bytes);
   check_non_negative("hop_bytes", opts.hop_bytes);
-  return std::make_unique<fixed_length_source>(file, opts);
+  auto kind = parse_compression("encoding", opts.encoding);
+  if (kind == compression::none)
+    return std::make_unique<fixed_length_source<buffered_file>>(opts, file);
+  // TF's FixedLengthRecordReader decompresses with 256 KiB buffers.
+  constexpr size_t buffer = 256 << 10;
+  return std::make_unique<fixed_length_source<inflating_file>>(opts, file, kind, buffer,
+                                                               buffer);
 }
 
 fixed_length_record_reader::fixed_length_record_reader(int64_t record_bytes,

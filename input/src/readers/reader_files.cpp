@@ -39,15 +39,34 @@ int64_t checked(const char* attr, int64_t value) {
   return value;
 }
 
-void check_compression(const char* what, const std::string& value) {
+compression parse_compression(const char* what, const std::string& value) {
   if (value.empty())
-    return;
-  if (value == "ZLIB" || value == "GZIP")
-    throw unimplemented_error(std::string(what) + " \"" + value +
-                              "\" is not supported: quern is built without zlib; "
-                              "decompress the files first");
+    return compression::none;
+  if (value == "ZLIB")
+    return compression::zlib;
+  if (value == "GZIP")
+    return compression::gzip;
   throw invalid_argument_error(std::string("Unsupported ") + what + " \"" + value +
                                "\": expected \"\", \"ZLIB\" or \"GZIP\"");
+}
+
+const char* compression_name(compression c) {
+  switch (c) {
+  case compression::zlib:
+    return "ZLIB";
+  case compression::gzip:
+    return "GZIP";
+  default:
+    return "";
+  }
+}
+
+size_t checked_buffer_size(const char* what, int64_t value) {
+  constexpr int64_t max = int64_t{1} << 30;
+  if (value < 1 || value > max)
+    throw invalid_argument_error(std::string(what) + " must be in [1, " +
+                                 std::to_string(max) + "] not " + std::to_string(value));
+  return static_cast<size_t>(value);
 }
 
 int open_or_throw(const std::string& file) {

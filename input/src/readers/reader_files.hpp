@@ -30,9 +30,20 @@ void check_non_negative(const char* attr, int64_t value);
 /// check_non_negative, then the value.
 int64_t checked(const char* attr, int64_t value);
 
-/// Refuses a compression other than "" (`what` names the attribute): ZLIB and
-/// GZIP with unimplemented_error, anything else with invalid_argument_error.
-void check_compression(const char* what, const std::string& value);
+/// What a reader's `encoding` or `compression_type` names.
+enum class compression { none, zlib, gzip };
+
+/// "" is none, "ZLIB" zlib, "GZIP" gzip; anything else throws
+/// invalid_argument_error `Unsupported <what> "<value>": expected "", "ZLIB"
+/// or "GZIP"` (`what` names the attribute; TF reads such files uncompressed).
+compression parse_compression(const char* what, const std::string& value);
+
+/// "ZLIB" or "GZIP" ("" for none), as errors name a file's compression.
+const char* compression_name(compression c);
+
+/// Checks a buffer size of tf_record_options (`what` names it): 1 B..1 GiB,
+/// else invalid_argument_error `<what> must be in [1, 1073741824] not <n>`.
+size_t checked_buffer_size(const char* what, int64_t value);
 
 /// Opens `file` for reading or throws its I/O error. A directory is refused
 /// with EISDIR (TF opens it and fails the first read the same way).

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,18 @@ void end_record(char* payload, size_t size);
 /// started). After an error, next() keeps returning the same error.
 class record_reader {
 public:
+  /// Where a record_reader takes its bytes when they are not a plain file
+  /// (input/ reads compressed TFRecord files through one): fills `dst` with
+  /// up to `n` bytes and sets `got`, fewer than `n` only at the end of the
+  /// data. An error it returns is what next() returns, from then on.
+  using byte_source = std::function<caf::error(char* dst, size_t n, size_t& got)>;
+
   /// Opens `path`; a failure is reported by ok()/open_error() and next().
   explicit record_reader(const std::string& path);
+  /// Reads the records of what `bytes` gives; offsets count its bytes. A
+  /// payload grows as its bytes arrive, so a damaged length that passes its
+  /// CRC costs no more memory than the data that is there.
+  explicit record_reader(byte_source bytes);
   ~record_reader();
   record_reader(const record_reader&) = delete;
   record_reader& operator=(const record_reader&) = delete;
@@ -57,7 +68,11 @@ public:
   caf::error next(std::string& payload);
 
 private:
+  caf::error next_from_file(std::string& payload);
+  caf::error next_from_bytes(std::string& payload);
+
   std::FILE* file_ = nullptr;
+  byte_source bytes_;
   uint64_t offset_ = 0;
   uint64_t known_size_ = 0;
   caf::error open_error_;

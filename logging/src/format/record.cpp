@@ -131,6 +131,8 @@ record_reader::record_reader(const std::string& path) {
     open_error_ = io_error(EISDIR, "cannot open '" + path + "'");
 }
 
+record_reader::record_reader(byte_source bytes) : bytes_(std::move(bytes)) {}
+
 record_reader::~record_reader() {
   if (file_ != nullptr)
     std::fclose(file_);
@@ -141,21 +143,27 @@ caf::error record_reader::next(std::string& payload) {
     return open_error_;
   if (sticky_)
     return sticky_;
-  auto fail = [this](caf::error err) {
+  auto err = bytes_ ? next_from_bytes(payload) : next_from_file(payload);
+  if (err) {
     sticky_ = err;
     return err;
-  };
+  }
+  offset_ += record_header_size + payload.size() + record_footer_size;
+  return caf::none;
+}
+
+caf::error record_reader::next_from_file(std::string& payload) {
   char hdr[record_header_size];
   auto n = std::fread(hdr, 1, sizeof(hdr), file_);
   if (n == 0 && std::ferror(file_))
-    return fail(io_error(errno, "cannot read at offset " + std::to_string(offset_)));
+    return io_error(errno, "cannot read at offset " + std::to_string(offset_));
   if (n == 0)
-    return fail(eof());
+    return eof();
   if (n < sizeof(hdr))
-    return fail(truncated_at(offset_));
+    return truncated_at(offset_);
   uint64_t length = 0;
   if (auto err = check_header(hdr, offset_, length))
-    return fail(std::move(err));
+    return err;
   // Never trust the length with an allocation larger than the file. The
   // size is looked up again only when the record seems to pass the end
   // known so far (the file may be growing while it is read).
@@ -169,17 +177,55 @@ caf::error record_reader::next(std::string& payload) {
   if (known_size_ > offset_ + record_header_size)
     body = known_size_ - offset_ - record_header_size;
   if (body == 0)
-    return fail(truncated_at(offset_));
+    return truncated_at(offset_);
   if (body < record_footer_size || body - record_footer_size < length)
-    return fail(truncated_at(offset_ + record_header_size));
+    return truncated_at(offset_ + record_header_size);
   payload.resize(length);
   char ftr[record_footer_size];
   if (std::fread(payload.data(), 1, length, file_) != length ||
       std::fread(ftr, 1, sizeof(ftr), file_) != sizeof(ftr))
-    return fail(truncated_at(offset_ + record_header_size));
+    return truncated_at(offset_ + record_header_size);
   if (mask_crc(crc32c(payload)) != get_le32(ftr))
-    return fail(corrupted_at(offset_ + record_header_size));
-  offset_ += record_header_size + length + record_footer_size;
+    return corrupted_at(offset_ + record_header_size);
+  return caf::none;
+}
+
+caf::error record_reader::next_from_bytes(std::string& payload) {
+  char hdr[record_header_size];
+  size_t n = 0;
+  if (auto err = bytes_(hdr, sizeof(hdr), n))
+    return err;
+  if (n == 0)
+    return eof();
+  if (n < sizeof(hdr))
+    return truncated_at(offset_);
+  uint64_t length = 0;
+  if (auto err = check_header(hdr, offset_, length))
+    return err;
+  // The payload grows a chunk at a time, as far as bytes arrive: a length
+  // is never trusted with an allocation before its bytes are there.
+  constexpr uint64_t chunk = 1 << 20;
+  payload.clear();
+  while (payload.size() < length) {
+    auto before = payload.size();
+    auto want = static_cast<size_t>(std::min<uint64_t>(chunk, length - before));
+    payload.resize(before + want);
+    size_t got = 0;
+    auto err = bytes_(payload.data() + before, want, got);
+    payload.resize(before + got);
+    if (err)
+      return err;
+    if (got < want) // SW-22: no byte after the header is a truncation at X
+      return truncated_at(payload.empty() ? offset_ : offset_ + record_header_size);
+  }
+  char ftr[record_footer_size];
+  size_t got = 0;
+  if (auto err = bytes_(ftr, sizeof(ftr), got))
+    return err;
+  if (got < sizeof(ftr))
+    return truncated_at(length == 0 && got == 0 ? offset_ : offset_ + record_header_size);
+  if (mask_crc(crc32c(payload)) != get_le32(ftr))
+    return corrupted_at(offset_ + record_header_size);
   return caf::none;
 }
 
