@@ -88,7 +88,9 @@ struct tls_options {
 /// serve and connect of the system uses TLS, and none uses a plain socket
 /// (CAF routes per node, not per port). Call it before the actor system is
 /// made. The files are checked when serve or connect is called, before any
-/// socket opens.
+/// socket opens (and here, when `tls` names any): readable, the key opened
+/// and matching the certificate, the certificate and its chain within their
+/// validity dates and the CA file holding a certificate that is.
 void enable_tls(caf::actor_system_config& cfg, const tls_options& tls);
 
 /// quern::config with enable_remoting applied (and enable_tls with `tls`).
@@ -187,7 +189,8 @@ private:
 ///    system has no TLS, or TLS is loaded without certificate, key and CA;
 ///  - invalid_argument_error for a TLS file that is missing, unreadable or
 ///    not PEM, a key that its passphrase does not open or that does not
-///    match the certificate (checked before the port opens);
+///    match the certificate, a certificate that expired or is not yet valid,
+///    a CA file of none that is valid (checked before the port opens);
 ///  - invalid_argument_error for an invalid queue handle or an empty name;
 ///  - unavailable_error when the port cannot be opened (in use, ...).
 /// Blocks while the port opens: call it from main() or a detached actor,

@@ -56,7 +56,9 @@ bool uses_tls(const caf::actor_system& sys);
 
 /// Checks the TLS files of a configuration with OpenSSL before any socket
 /// opens: certificate, key and CA present, readable, parsable, the
-/// key opened with the passphrase and matching the certificate. Throws
+/// key opened with the passphrase and matching the certificate, the
+/// certificate and its chain within their validity dates and the CA file
+/// holding one that is (by this machine's clock). Throws
 /// invalid_argument_error (a bad file) or failed_precondition_error
 /// (anonymous TLS) naming `what` (`quern::serve on 0.0.0.0:0`) and the file.
 void check_tls_files(const caf::actor_system_config& cfg, const std::string& what);
