@@ -276,7 +276,9 @@ private:
 ///  - invalid_argument_error: a malformed address;
 ///  - failed_precondition_error: the middleman is not loaded
 ///    (enable_remoting), the peer speaks another wire version, the port
-///    is not a quern node, or TLS is loaded without certificate, key and CA;
+///    is not a quern node (another service answers there: an SSH or HTTP
+///    server, bytes of no protocol), or TLS is loaded without certificate,
+///    key and CA;
 ///  - invalid_argument_error: a bad TLS file, as for serve (checked before
 ///    any connection);
 ///  - unauthenticated_error: the peer cut every handshake (TLS refused

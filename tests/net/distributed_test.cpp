@@ -129,6 +129,41 @@ TEST_CASE("distributed NET-2 NET-4 connect and serve errors are quern errors nam
     }
   }
 
+  SECTION("a port where another service answers is failed_precondition: not a quern "
+          "node") {
+    // What an SSH server says first; an HTTP server's answer; bytes of no
+    // protocol (the first not a BASP message type, as every byte above 6).
+    std::string noise(256, '\0');
+    uint32_t x = 12345;
+    for (auto& c : noise) {
+      x = x * 1103515245u + 12345u;
+      c = static_cast<char>(x >> 24);
+    }
+    noise[0] = static_cast<char>(0xC3);
+    std::vector<std::pair<std::string, std::unique_ptr<talking_listener>>> others;
+    others.emplace_back("an SSH server",
+                        std::make_unique<talking_listener>(
+                            "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n", false));
+    others.emplace_back("an HTTP server",
+                        std::make_unique<talking_listener>(
+                            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                            "Content-Length: 11\r\nConnection: close\r\n\r\nBad Request",
+                            true));
+    others.emplace_back("random bytes", std::make_unique<talking_listener>(noise, false));
+    for (auto& [what, other] : others) {
+      auto address = "127.0.0.1:" + std::to_string(other->port());
+      INFO(what << " at " << address);
+      // A deadline far beyond the answer: the error must not be the deadline's.
+      try {
+        quern::connect(sys, address, {std::chrono::milliseconds{60000}});
+        FAIL("connected to a port that is not a quern node");
+      } catch (const quern::failed_precondition_error& e) {
+        INFO(e.what());
+        CHECK(contains(e.what(), address + " is not a quern node"));
+      }
+    }
+  }
+
   SECTION("an unknown queue name is failed_precondition, a known one works") {
     scratch_dir dir;
     auto host = start_host(dir);
