@@ -183,7 +183,9 @@ private:
 /// system has it (enable_tls). Peers never learn the queue's or the
 /// coordinator's address: each lookup gets a facade, and every answer comes
 /// from it or from a relay made for that peer's client actor, so a peer's
-/// kill ends at most those. Throws:
+/// kill ends at most those. A facade lasts until its peer's connection is
+/// gone (about a second after; about 10 KB each, docs/distributed.md) or
+/// server::stop. Throws:
 ///  - failed_precondition_error when the middleman is not loaded
 ///    (enable_remoting), the address is not a loopback address and the
 ///    system has no TLS, or TLS is loaded without certificate, key and CA;

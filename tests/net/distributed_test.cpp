@@ -953,3 +953,59 @@ TEST_CASE("distributed NET-8 destroying a remote_node fails the calls waiting on
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }
+
+TEST_CASE("distributed NET-21 a node releases the facades of a peer that is gone") {
+  // This process serves; a consumer process stays connected throughout, and
+  // a peer process makes 200 lookups (a remote_node each, a queue, the
+  // coordinator, a row stored through each queue) and exits. The node's
+  // running actors (facades and relays; CAF's registry counts them) come
+  // back to what they were before that peer, and, once the consumer has
+  // left too, to what they were before any peer.
+  constexpr int64_t lookups = 200;
+  scratch_dir dir;
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+  auto q = quern::spawn_fifo_queue(sys, 1000, {quern::dtype::int64},
+                                   {quern::tensor_shape{}}, "rows");
+  auto coord = quern::spawn_coordinator(sys);
+  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}, coord});
+  quern::blocking_queue local{sys, q};
+  local.enqueue(quern::element{quern::tensor::scalar(int64_t{-1})});
+  auto& registry = sys.registry();
+  auto before = registry.running();
+  auto c_out = dir.file("consumer.out");
+  auto consumer =
+      start_client(dir, "consumer", srv.address(),
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + c_out});
+  // Taken its first row: its facade and relay are there, and stay.
+  require_written(*consumer, c_out, 1);
+  auto with_consumer = registry.running();
+  CHECK(with_consumer > before);
+  auto p_out = dir.file("lookups.out");
+  auto start = dir.file("start");
+  auto peer = start_client(dir, "lookups", srv.address(),
+                           {"--node.role=lookups", "--node.id=7",
+                            "--node.count=" + std::to_string(lookups),
+                            "--node.out=" + p_out, "--node.start-file=" + start});
+  require_ready(*peer, p_out);
+  // Its facades are alive while it is connected: a queue's and the
+  // coordinator's per lookup.
+  CHECK(registry.running() >= with_consumer + 2 * lookups);
+  { std::ofstream{start} << "go\n"; }
+  require_exit(*peer, 0);
+  bool released =
+      eventually(start_limit, [&] { return registry.running() == with_consumer; });
+  INFO("running actors: " << registry.running() << ", before that peer "
+                          << with_consumer);
+  REQUIRE(released);
+  // The consumer, connected all along, takes every row that peer stored.
+  local.close();
+  require_exit(*consumer, 0);
+  auto vs = taken(c_out);
+  auto made = rows_made(7, lookups);
+  made.insert(-1);
+  CHECK(std::multiset<int64_t>(vs.begin(), vs.end()) == made);
+  released = eventually(start_limit, [&] { return registry.running() == before; });
+  INFO("running actors: " << registry.running() << ", before any peer " << before);
+  REQUIRE(released);
+}
