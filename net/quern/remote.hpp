@@ -88,7 +88,9 @@ struct tls_options {
 /// serve and connect of the system uses TLS, and none uses a plain socket
 /// (CAF routes per node, not per port). Call it before the actor system is
 /// made. The files are checked when serve or connect is called, before any
-/// socket opens.
+/// socket opens (and here, when `tls` names any): readable, the key opened
+/// and matching the certificate, the certificate and its chain within their
+/// validity dates and the CA file holding a certificate that is.
 void enable_tls(caf::actor_system_config& cfg, const tls_options& tls);
 
 /// quern::config with enable_remoting applied (and enable_tls with `tls`).
@@ -181,13 +183,16 @@ private:
 /// system has it (enable_tls). Peers never learn the queue's or the
 /// coordinator's address: each lookup gets a facade, and every answer comes
 /// from it or from a relay made for that peer's client actor, so a peer's
-/// kill ends at most those. Throws:
+/// kill ends at most those. A facade lasts until its peer's connection is
+/// gone (about a second after; about 10 KB each, docs/distributed.md) or
+/// server::stop. Throws:
 ///  - failed_precondition_error when the middleman is not loaded
 ///    (enable_remoting), the address is not a loopback address and the
 ///    system has no TLS, or TLS is loaded without certificate, key and CA;
 ///  - invalid_argument_error for a TLS file that is missing, unreadable or
 ///    not PEM, a key that its passphrase does not open or that does not
-///    match the certificate (checked before the port opens);
+///    match the certificate, a certificate that expired or is not yet valid,
+///    a CA file of none that is valid (checked before the port opens);
 ///  - invalid_argument_error for an invalid queue handle or an empty name;
 ///  - unavailable_error when the port cannot be opened (in use, ...).
 /// Blocks while the port opens: call it from main() or a detached actor,
@@ -273,7 +278,9 @@ private:
 ///  - invalid_argument_error: a malformed address;
 ///  - failed_precondition_error: the middleman is not loaded
 ///    (enable_remoting), the peer speaks another wire version, the port
-///    is not a quern node, or TLS is loaded without certificate, key and CA;
+///    is not a quern node (another service answers there: an SSH or HTTP
+///    server, bytes of no protocol), or TLS is loaded without certificate,
+///    key and CA;
 ///  - invalid_argument_error: a bad TLS file, as for serve (checked before
 ///    any connection);
 ///  - unauthenticated_error: the peer cut every handshake (TLS refused

@@ -128,6 +128,21 @@ op_error connect_error(caf::actor_system& sys, const std::string& address,
       return deadline_exceeded_error(
           "no complete handshake from " + address + " within " + seconds_text(timeout) +
           " (a frozen process, or not a quern node; " + caf_text + ")");
+    case caf::sec::malformed_basp_message:
+    case caf::sec::serializing_basp_payload_failed:
+      // What answered the connection is no CAF node: an SSH or HTTP server,
+      // or any other service, whose first bytes are no BASP handshake.
+      return failed_precondition_error(
+          address +
+          " is not a quern node: what answers there does not speak CAF's "
+          "protocol (BASP), as another service would (" +
+          caf_text + ")");
+    case caf::sec::incompatible_versions:
+      return failed_precondition_error(
+          address +
+          " is not a quern node of this build: it speaks another version of "
+          "CAF's protocol (BASP) (" +
+          caf_text + ")");
     case caf::sec::incompatible_application_ids:
       return failed_precondition_error(
           address + " speaks another wire version: this build speaks " +

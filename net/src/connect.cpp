@@ -140,7 +140,8 @@ op_error refused_error(caf::actor_system& sys, const std::string& address) {
       " failed: one side refused the other's certificate (mutual authentication: this "
       "node presents '" +
       cfg.openssl_certificate + "' and trusts the CA file '" + cfg.openssl_cafile +
-      "'), or it is a node without TLS, or not a quern node");
+      "'; a certificate of another CA, or one outside its validity dates by the other "
+      "machine's clock), or it is a node without TLS, or not a quern node");
 }
 
 struct published_node {

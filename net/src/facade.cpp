@@ -171,6 +171,8 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
   self->monitor(facade);
   if (client)
     self->monitor(caf::actor_cast<caf::actor>(client));
+  drop_monitors_at_end(
+      self, {q.address(), facade.address(), caf::actor_cast<caf::actor_addr>(client)});
   watch_client(self, q, client, book);
   ignore_remote_exits(self);
   // Enqueued directly: a typed actor may not send() to an untyped handle,
@@ -221,9 +223,28 @@ struct facade_state {
   remote_queue_actor queue;
   // The relay of each client actor of the peer; the anonymous sender too.
   std::map<caf::actor_addr, client_relay_actor> relays;
+  // The presence of the peer's connection (remote_node.cpp); none for a
+  // lookup from this process.
+  caf::actor_addr presence;
+  // The presence ended: the peer is gone, and the facade ends with its last
+  // relay.
+  bool peer_gone = false;
 };
 
 using facade_ptr = remote_queue_actor::stateful_pointer<facade_state>;
+
+// Once the peer is gone: the relay of anonymous messages has no client to
+// outlive and ends now (its pending attempts are withdrawn by the queue as
+// for any relay), and the facade ends when no relay is left.
+void end_if_unused(facade_ptr self) {
+  auto& st = self->state;
+  if (!st.peer_gone)
+    return;
+  if (auto i = st.relays.find(caf::actor_addr{}); i != st.relays.end())
+    self->send_exit(i->second, caf::exit_reason::user_shutdown);
+  if (st.relays.empty())
+    self->quit();
+}
 
 client_relay_actor relay_of(facade_ptr self) {
   auto& src = self->current_sender();
@@ -235,6 +256,8 @@ client_relay_actor relay_of(facade_ptr self) {
                        caf::actor_cast<caf::actor>(self));
   self->monitor(r);
   relays.emplace(key, r);
+  if (!src)
+    end_if_unused(self);
   return r;
 }
 
@@ -248,21 +271,36 @@ auto pass(facade_ptr self, Ts&&... xs) {
 
 // What a peer holds instead of the queue: one per lookup. Ending the facades
 // at server::stop ends the service for every peer, whose endpoints see them
-// go, while the queue lives on in its process.
-remote_queue_actor::behavior_type facade_behavior(facade_ptr self, remote_queue_actor q) {
+// go, while the queue lives on in its process. A facade whose peer is gone
+// ends once its relays have (each ends when its client does, after giving
+// back what that client did not confirm taking).
+remote_queue_actor::behavior_type facade_behavior(facade_ptr self, remote_queue_actor q,
+                                                  caf::actor presence) {
   self->state.queue = q;
   self->monitor(q);
+  if (presence) {
+    self->state.presence = presence.address();
+    self->monitor(presence);
+  }
+  drop_monitors_at_end(self, {q.address(), presence.address()});
   self->set_down_handler([self](caf::down_msg& dm) {
-    if (dm.source == self->state.queue.address()) {
+    auto& st = self->state;
+    if (dm.source == st.queue.address()) {
       self->quit(dm.reason);
       return;
     }
-    auto& relays = self->state.relays;
+    if (st.presence && dm.source == st.presence) {
+      st.peer_gone = true;
+      end_if_unused(self);
+      return;
+    }
+    auto& relays = st.relays;
     for (auto i = relays.begin(); i != relays.end(); ++i)
       if (i->second.address() == dm.source) {
         relays.erase(i);
         break;
       }
+    end_if_unused(self);
   });
   ignore_remote_exits(self);
   return queue_behavior<remote_queue_actor>(
@@ -277,8 +315,11 @@ remote_queue_actor::behavior_type facade_behavior(facade_ptr self, remote_queue_
 // so that join's first error and its stragglers name their process.
 coordinator_actor::behavior_type
 coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c,
-                            caf::node_id peer) {
+                            caf::node_id peer, caf::actor presence) {
   self->monitor(c);
+  if (presence)
+    self->monitor(presence); // the peer gone: nothing more to answer
+  drop_monitors_at_end(self, {c.address(), presence.address()});
   self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   ignore_remote_exits(self);
   // Asked once, now: the peer's first report comes after its lookup is
@@ -320,8 +361,12 @@ coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c
 // goes on as this facade, a request as a request and a one-way add one-way
 // (the writer keeps its error for the next request).
 summary_writer_actor::behavior_type
-writer_facade_behavior(summary_writer_actor::pointer self, summary_writer_actor w) {
+writer_facade_behavior(summary_writer_actor::pointer self, summary_writer_actor w,
+                       caf::actor presence) {
   self->monitor(w);
+  if (presence)
+    self->monitor(presence); // the peer gone: its adds arrived already
+  drop_monitors_at_end(self, {w.address(), presence.address()});
   self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   ignore_remote_exits(self);
   return {
@@ -348,21 +393,25 @@ writer_facade_behavior(summary_writer_actor::pointer self, summary_writer_actor 
 
 } // namespace
 
-queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q) {
+queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q,
+                               caf::actor presence) {
   // The queue serves keyed enqueues (keyed_enqueue_actor); taken stays with
   // the relays.
   auto facade =
-      sys.spawn(facade_behavior, caf::actor_cast<remote_queue_actor>(std::move(q)));
+      sys.spawn(facade_behavior, caf::actor_cast<remote_queue_actor>(std::move(q)),
+                std::move(presence));
   return caf::actor_cast<queue_actor>(std::move(facade));
 }
 
 coordinator_actor spawn_coordinator_facade(caf::actor_system& sys, coordinator_actor c,
-                                           caf::node_id peer) {
-  return sys.spawn(coordinator_facade_behavior, std::move(c), std::move(peer));
+                                           caf::node_id peer, caf::actor presence) {
+  return sys.spawn(coordinator_facade_behavior, std::move(c), std::move(peer),
+                   std::move(presence));
 }
 
-summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w) {
-  return sys.spawn(writer_facade_behavior, std::move(w));
+summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w,
+                                         caf::actor presence) {
+  return sys.spawn(writer_facade_behavior, std::move(w), std::move(presence));
 }
 
 } // namespace quern::remote_detail

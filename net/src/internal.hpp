@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -56,7 +57,9 @@ bool uses_tls(const caf::actor_system& sys);
 
 /// Checks the TLS files of a configuration with OpenSSL before any socket
 /// opens: certificate, key and CA present, readable, parsable, the
-/// key opened with the passphrase and matching the certificate. Throws
+/// key opened with the passphrase and matching the certificate, the
+/// certificate and its chain within their validity dates and the CA file
+/// holding one that is (by this machine's clock). Throws
 /// invalid_argument_error (a bad file) or failed_precondition_error
 /// (anonymous TLS) naming `what` (`quern::serve on 0.0.0.0:0`) and the file.
 void check_tls_files(const caf::actor_system_config& cfg, const std::string& what);
@@ -75,6 +78,18 @@ void ignore_remote_exits(Self self) {
   self->set_exit_handler([self](caf::exit_msg& msg) {
     if (msg.source.node() == self->node())
       self->quit(msg.reason);
+  });
+}
+
+/// Takes `self`'s monitors off `watched` when `self` ends. CAF 0.17.6 keeps
+/// a monitor at the watched actor until that one ends, and with it the ended
+/// watcher's memory (an address holds an actor's storage): a facade or relay
+/// that ended would otherwise stay allocated for as long as its queue lives.
+template <class Self>
+void drop_monitors_at_end(Self self, std::vector<caf::actor_addr> watched) {
+  self->attach_functor([self, watched] {
+    for (auto& a : watched)
+      self->demonitor(a);
   });
 }
 
@@ -119,16 +134,19 @@ struct exports {
 };
 
 /// What server::stop needs to end a node's actors: the facades it handed
-/// out (not linked to the node) and the switch that lets the node end.
-struct facade_set {
+/// out that are still alive (not linked to the node) and the switch that
+/// lets the node end.
+struct facade_set : std::enable_shared_from_this<facade_set> {
   std::mutex mtx;
-  std::vector<caf::actor_addr> facades;
+  /// Each goes when its facade ends.
+  std::map<caf::actor_id, caf::actor_addr> facades;
   /// Until this process sets it (server::stop, or the actor system's end),
   /// the node drops every exit message: a peer holds the published node and
   /// could end it with CAF's untrappable kill, or with an anonymous exit,
   /// which arrives looking like a local one.
   std::atomic<bool> node_may_end{false};
-  void add(const caf::actor_addr& a);
+  /// Keeps `f` until it ends. (Call on a facade_set owned by a shared_ptr.)
+  void add(const caf::actor& f);
   /// Ends every facade still alive (user_shutdown).
   void end_all();
   /// Sets node_may_end and ends `node` (user_shutdown).
@@ -138,17 +156,25 @@ struct facade_set {
 node_actor spawn_node(caf::actor_system& sys, exports what,
                       std::shared_ptr<facade_set> facades);
 
-/// What a peer holds instead of the queue `q`: one per lookup
-/// (remote_facade.cpp).
-queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q);
+// Every facade is one peer's, made for one lookup (remote_facade.cpp), and
+// ends when the `presence` of that peer's connection ends (remote_node.cpp;
+// none for a lookup from this process: then at server::stop), or when what
+// it stands for ends.
+
+/// What a peer holds instead of the queue `q`. Once the peer is gone it ends
+/// when its last relay has (a relay gives back what its lost client did not
+/// confirm taking first).
+queue_actor spawn_queue_facade(caf::actor_system& sys, queue_actor q,
+                               caf::actor presence);
 
 /// What a peer on `peer` holds instead of the coordinator `c`: the errors it
 /// reports and the actors it registers are placed at its address.
 coordinator_actor spawn_coordinator_facade(caf::actor_system& sys, coordinator_actor c,
-                                           caf::node_id peer);
+                                           caf::node_id peer, caf::actor presence);
 
 /// What a peer holds instead of the summary writer `w`.
-summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w);
+summary_writer_actor spawn_writer_facade(caf::actor_system& sys, summary_writer_actor w,
+                                         caf::actor presence);
 
 // -- the connecting side (remote_endpoint.cpp) ----------------------------------------
 

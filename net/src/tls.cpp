@@ -2,9 +2,12 @@
 // only, and the TLS files checked with OpenSSL before any socket opens.
 #include "internal.hpp"
 
+#include <openssl/asn1.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include <dlfcn.h>
 
@@ -162,6 +165,84 @@ void use_key(SSL_CTX* ctx, const caf::actor_system_config& cfg, const std::strin
         cfg.openssl_certificate + "' (" + openssl_reason() + ")");
 }
 
+// `Nov 28 19:25:41 2026 GMT`: an ASN.1 time as OpenSSL prints it.
+std::string time_text(const ASN1_TIME* t) {
+  std::unique_ptr<BIO, int (*)(BIO*)> out{BIO_new(BIO_s_mem()), BIO_free};
+  if (!out || ASN1_TIME_print(out.get(), t) != 1)
+    return "an unreadable date";
+  char* data = nullptr;
+  auto n = BIO_get_mem_data(out.get(), &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n))
+               : std::string("an unreadable date");
+}
+
+// The certificate's subject, for a chain or a CA file of several.
+std::string subject_of(X509* x) {
+  char buf[256];
+  if (X509_NAME_oneline(X509_get_subject_name(x), buf, sizeof buf) == nullptr)
+    return "an unnamed certificate";
+  return buf;
+}
+
+// Why `x` is outside its validity dates by this machine's clock, or empty.
+// A peer refuses such a certificate in the handshake, with nothing that
+// tells the two ends why.
+std::string outside_validity(X509* x) {
+  auto after = X509_get0_notAfter(x);
+  if (X509_cmp_current_time(after) < 0)
+    return "expired on " + time_text(after);
+  auto before = X509_get0_notBefore(x);
+  if (X509_cmp_current_time(before) > 0)
+    return "is not yet valid: valid from " + time_text(before);
+  return {};
+}
+
+// The certificate `ctx` presents and the rest of its chain, within their
+// validity dates.
+void require_current_chain(SSL_CTX* ctx, const std::string& cert,
+                           const std::string& what) {
+  if (auto* leaf = SSL_CTX_get0_certificate(ctx))
+    if (auto why = outside_validity(leaf); !why.empty())
+      throw invalid_argument_error(
+          what + ": the TLS certificate '" + cert + "' " + why +
+          " (this machine's clock); every peer would refuse it: renew it");
+  STACK_OF(X509)* chain = nullptr;
+  if (SSL_CTX_get0_chain_certs(ctx, &chain) != 1 || chain == nullptr)
+    return;
+  for (int i = 0; i < sk_X509_num(chain); ++i) {
+    auto* x = sk_X509_value(chain, i);
+    if (auto why = outside_validity(x); !why.empty())
+      throw invalid_argument_error(what + ": the certificate " + subject_of(x) +
+                                   " of the TLS certificate chain '" + cert + "' " + why +
+                                   " (this machine's clock); every peer would refuse it: "
+                                   "renew it");
+  }
+}
+
+// A CA file none of whose certificates is within its validity dates admits
+// no peer: its verification fails for every certificate it signed.
+void require_current_ca(SSL_CTX* ctx, const std::string& cafile,
+                        const std::string& what) {
+  auto* objs = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  std::string last_why;
+  X509* last = nullptr;
+  for (int i = 0; i < sk_X509_OBJECT_num(objs); ++i) {
+    auto* x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+    if (x == nullptr)
+      continue;
+    auto why = outside_validity(x);
+    if (why.empty())
+      return;
+    last_why = std::move(why);
+    last = x;
+  }
+  if (last != nullptr)
+    throw invalid_argument_error(
+        what + ": no certificate of the TLS CA file '" + cafile +
+        "' is within its validity dates (this machine's clock): " + subject_of(last) +
+        " " + last_why + "; it admits no peer: renew the CA");
+}
+
 } // namespace
 
 bool uses_tls(const caf::actor_system& sys) {
@@ -195,6 +276,7 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
     throw invalid_argument_error(what + ": the TLS certificate '" + cert +
                                  "' is not a PEM certificate OpenSSL accepts (" +
                                  openssl_reason() + ")");
+  require_current_chain(ctx.get(), cert, what);
   use_key(ctx.get(), cfg, what);
   const auto& capath = cfg.openssl_capath;
   if (SSL_CTX_load_verify_locations(ctx.get(), cafile.empty() ? nullptr : cafile.c_str(),
@@ -202,6 +284,8 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
     throw invalid_argument_error(what + ": cannot load the TLS CA file '" + cafile +
                                  (capath.empty() ? "" : "' or CA path '" + capath) +
                                  "' (" + openssl_reason() + ")");
+  if (!cafile.empty() && capath.empty())
+    require_current_ca(ctx.get(), cafile, what);
 }
 
 } // namespace remote_detail

@@ -129,6 +129,41 @@ TEST_CASE("distributed NET-2 NET-4 connect and serve errors are quern errors nam
     }
   }
 
+  SECTION("a port where another service answers is failed_precondition: not a quern "
+          "node") {
+    // What an SSH server says first; an HTTP server's answer; bytes of no
+    // protocol (the first not a BASP message type, as every byte above 6).
+    std::string noise(256, '\0');
+    uint32_t x = 12345;
+    for (auto& c : noise) {
+      x = x * 1103515245u + 12345u;
+      c = static_cast<char>(x >> 24);
+    }
+    noise[0] = static_cast<char>(0xC3);
+    std::vector<std::pair<std::string, std::unique_ptr<talking_listener>>> others;
+    others.emplace_back("an SSH server",
+                        std::make_unique<talking_listener>(
+                            "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n", false));
+    others.emplace_back("an HTTP server",
+                        std::make_unique<talking_listener>(
+                            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                            "Content-Length: 11\r\nConnection: close\r\n\r\nBad Request",
+                            true));
+    others.emplace_back("random bytes", std::make_unique<talking_listener>(noise, false));
+    for (auto& [what, other] : others) {
+      auto address = "127.0.0.1:" + std::to_string(other->port());
+      INFO(what << " at " << address);
+      // A deadline far beyond the answer: the error must not be the deadline's.
+      try {
+        quern::connect(sys, address, {std::chrono::milliseconds{60000}});
+        FAIL("connected to a port that is not a quern node");
+      } catch (const quern::failed_precondition_error& e) {
+        INFO(e.what());
+        CHECK(contains(e.what(), address + " is not a quern node"));
+      }
+    }
+  }
+
   SECTION("an unknown queue name is failed_precondition, a known one works") {
     scratch_dir dir;
     auto host = start_host(dir);
@@ -917,4 +952,60 @@ TEST_CASE("distributed NET-8 destroying a remote_node fails the calls waiting on
   }
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed NET-21 a node releases the facades of a peer that is gone") {
+  // This process serves; a consumer process stays connected throughout, and
+  // a peer process makes 200 lookups (a remote_node each, a queue, the
+  // coordinator, a row stored through each queue) and exits. The node's
+  // running actors (facades and relays; CAF's registry counts them) come
+  // back to what they were before that peer, and, once the consumer has
+  // left too, to what they were before any peer.
+  constexpr int64_t lookups = 200;
+  scratch_dir dir;
+  quern::remote_config cfg;
+  quern::actor_system sys{cfg};
+  auto q = quern::spawn_fifo_queue(sys, 1000, {quern::dtype::int64},
+                                   {quern::tensor_shape{}}, "rows");
+  auto coord = quern::spawn_coordinator(sys);
+  auto srv = quern::serve(sys, {"127.0.0.1", 0, false, {{"rows", q}}, coord});
+  quern::blocking_queue local{sys, q};
+  local.enqueue(quern::element{quern::tensor::scalar(int64_t{-1})});
+  auto& registry = sys.registry();
+  auto before = registry.running();
+  auto c_out = dir.file("consumer.out");
+  auto consumer =
+      start_client(dir, "consumer", srv.address(),
+                   {"--node.role=consume", "--node.api=dequeue", "--node.out=" + c_out});
+  // Taken its first row: its facade and relay are there, and stay.
+  require_written(*consumer, c_out, 1);
+  auto with_consumer = registry.running();
+  CHECK(with_consumer > before);
+  auto p_out = dir.file("lookups.out");
+  auto start = dir.file("start");
+  auto peer = start_client(dir, "lookups", srv.address(),
+                           {"--node.role=lookups", "--node.id=7",
+                            "--node.count=" + std::to_string(lookups),
+                            "--node.out=" + p_out, "--node.start-file=" + start});
+  require_ready(*peer, p_out);
+  // Its facades are alive while it is connected: a queue's and the
+  // coordinator's per lookup.
+  CHECK(registry.running() >= with_consumer + 2 * lookups);
+  { std::ofstream{start} << "go\n"; }
+  require_exit(*peer, 0);
+  bool released =
+      eventually(start_limit, [&] { return registry.running() == with_consumer; });
+  INFO("running actors: " << registry.running() << ", before that peer "
+                          << with_consumer);
+  REQUIRE(released);
+  // The consumer, connected all along, takes every row that peer stored.
+  local.close();
+  require_exit(*consumer, 0);
+  auto vs = taken(c_out);
+  auto made = rows_made(7, lookups);
+  made.insert(-1);
+  CHECK(std::multiset<int64_t>(vs.begin(), vs.end()) == made);
+  released = eventually(start_limit, [&] { return registry.running() == before; });
+  INFO("running actors: " << registry.running() << ", before any peer " << before);
+  REQUIRE(released);
 }

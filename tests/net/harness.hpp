@@ -1,15 +1,20 @@
 #pragma once
 // What the distributed test files share: starting node processes (host,
-// clients), bounded waits, a free port, a silent listener.
+// clients), bounded waits, a free port, a silent listener and one that
+// speaks another protocol.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -164,6 +169,51 @@ struct silent_listener {
     port = ntohs(a.sin_port);
   }
   ~silent_listener() { ::close(fd); }
+};
+
+// A loopback socket that answers each connection at once with `words`, as
+// another service would (an SSH banner, an HTTP answer), then closes it or
+// keeps it open until the listener ends.
+struct talking_listener {
+  silent_listener listener;
+  std::string words;
+  bool close_after;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  talking_listener(std::string w, bool close)
+      : words(std::move(w)), close_after(close), thread([this] { serve(); }) {}
+  ~talking_listener() {
+    stop = true;
+    thread.join();
+  }
+  uint16_t port() const { return listener.port; }
+
+private:
+  void serve() {
+    std::vector<int> open;
+    while (!stop) {
+      pollfd p{listener.fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1)
+        continue;
+      int c = ::accept(listener.fd, nullptr, nullptr);
+      if (c < 0)
+        continue;
+      size_t sent = 0;
+      while (sent < words.size()) {
+        auto n = ::send(c, words.data() + sent, words.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0)
+          break;
+        sent += static_cast<size_t>(n);
+      }
+      if (close_after)
+        ::close(c);
+      else
+        open.push_back(c);
+    }
+    for (int c : open)
+      ::close(c);
+  }
 };
 
 inline bool contains(const std::string& s, const std::string& part) {

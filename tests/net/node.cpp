@@ -45,6 +45,10 @@
 //            exit 3 if join returned while the runner still ran
 //   connect  connects within --node.timeout-ms, asks queue 'rows' its size
 //            and prints "connected"
+//   lookups  --node.count times: connects (a remote_node each, all kept),
+//            looks up queue 'rows' and the coordinator and stores row
+//            id*1e6+i through that queue; then "ready" in --node.out, waits
+//            for --node.start-file and exits
 //   anon-connect  CAF's openssl module without certificates (anonymous TLS,
 //            which quern never uses) connects through CAF directly and
 //            prints CAF's answer; exit 16 when refused
@@ -79,6 +83,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
@@ -509,6 +514,19 @@ int connect_only(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+int many_lookups(quern::actor_system& sys, node_config& cfg) {
+  std::vector<quern::remote_node> nodes;
+  for (int64_t i = 0; i < cfg.count; ++i) {
+    nodes.push_back(
+        quern::connect(sys, cfg.address, {std::chrono::milliseconds{cfg.timeout_ms}}));
+    quern::blocking_queue q{sys, nodes.back().queue("rows")};
+    q.enqueue(row(cfg.id * 1000000 + i));
+    nodes.back().coordinator();
+  }
+  wait_for_start(cfg);
+  return 0;
+}
+
 // CAF's connect through `mm` (plain or openssl), bounded; null when refused,
 // with CAF's error in `err`.
 caf::strong_actor_ptr caf_connect(caf::actor_system& sys,
@@ -681,6 +699,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return connect_only(sys, cfg);
   if (cfg.role == "anon-connect")
     return anon_connect(sys, cfg);
+  if (cfg.role == "lookups")
+    return many_lookups(sys, cfg);
   if (cfg.role == "rogue")
     return rogue(sys, cfg);
   if (cfg.role == "log")

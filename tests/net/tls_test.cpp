@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 
 #include <catch2/catch.hpp>
 
@@ -45,6 +46,27 @@ void make_cert(const scratch_dir& dir, const std::string& name, const std::strin
                    ".csr -subj /CN=" + name);
   openssl(dir, "x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
                    ".key -CAcreateserial -out " + name + ".pem -days 2");
+}
+
+// `name`.pem signed by `ca` and valid from `start` to `end` (YYYYMMDDHHMMSSZ,
+// as openssl ca takes them, which may set both in the past or the future),
+// and its key `name`.key.
+void make_dated_cert(const scratch_dir& dir, const std::string& name,
+                     const std::string& ca, const std::string& start,
+                     const std::string& end) {
+  {
+    std::ofstream cnf{dir.file(name + ".cnf")};
+    cnf << "[ca]\ndefault_ca=d\n[d]\ndatabase=" << name
+        << ".index\nnew_certs_dir=.\ndefault_md=sha256\npolicy=p\nserial=" << name
+        << ".serial\n[p]\ncommonName=supplied\n";
+    std::ofstream{dir.file(name + ".index")};
+    std::ofstream{dir.file(name + ".serial")} << "01\n";
+  }
+  openssl(dir, "req " + new_key + " -nodes -keyout " + name + ".key -out " + name +
+                   ".csr -subj /CN=" + name);
+  openssl(dir, "ca -batch -notext -config " + name + ".cnf -cert " + ca +
+                   ".pem -keyfile " + ca + ".key -in " + name + ".csr -out " + name +
+                   ".pem -startdate " + start + " -enddate " + end);
 }
 
 // The usual set: CA `ca` with `host` (key encrypted with "secret") and
@@ -344,6 +366,26 @@ TEST_CASE("distributed NET-6 TLS files are checked before any socket opens") {
     auto tls = tls_of(dir, "client", "ca");
     tls.key = dir.file("stranger.key");
     refused(tls, "does not match");
+  }
+  SECTION("an expired certificate") {
+    make_dated_cert(dir, "expired", "ca", "20200101000000Z", "20200102000000Z");
+    refused(tls_of(dir, "expired", "ca"),
+            "the TLS certificate '" + dir.file("expired.pem") + "' expired on Jan  2");
+  }
+  SECTION("a certificate not yet valid") {
+    make_dated_cert(dir, "early", "ca", "20991231000000Z", "21000101000000Z");
+    refused(tls_of(dir, "early", "ca"), "the TLS certificate '" + dir.file("early.pem") +
+                                            "' is not yet valid: valid from Dec 31");
+  }
+  SECTION("a CA file whose only certificate expired") {
+    // Self-signed, valid from now to a day ago.
+    openssl(dir, "req " + new_key +
+                     " -nodes -keyout old-ca.key -out old-ca.csr -subj "
+                     "/CN=old-ca");
+    openssl(dir, "x509 -req -in old-ca.csr -signkey old-ca.key -out old-ca.pem -days -1");
+    refused(tls_of(dir, "client", "old-ca"), "no certificate of the TLS CA file '" +
+                                                 dir.file("old-ca.pem") +
+                                                 "' is within its validity dates");
   }
   SECTION("a certificate without its key and CA") {
     quern::tls_options tls;
