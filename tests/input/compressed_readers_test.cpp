@@ -256,7 +256,7 @@ TEST_CASE("RD-8 damage says where: compressed offsets, or decompressed record of
   }
 }
 
-TEST_CASE("RD-8 GZIP members are one stream; nothing may follow a ZLIB stream",
+TEST_CASE("RD-8 GZIP members are one stream, and nothing may follow a ZLIB stream",
           "[RD-8]") {
   temp_dir dir;
   strings payloads{"one", "two", "three", "four"};
