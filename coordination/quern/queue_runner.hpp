@@ -249,7 +249,8 @@ struct queue_runner_options {
 /// cancel behaviour. A value type; copies share one runner. start() spawns a
 /// runner actor that supervises one worker per enqueue op:
 /// - a worker whose run ended the input (end(), or a queue-closed error)
-///   ends; the last one to end closes the queue with close_op (QR-6);
+///   ends; the last one to end runs close_op, and ends once it is done
+///   (QR-6);
 /// - any other error is kept in exceptions_raised(), reported to the
 ///   coordinator (request_stop(error)), and the queue is closed with
 ///   cancel_op; the other workers are stopped (QR-7);

@@ -102,15 +102,28 @@ void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason) {
                    reason);
 }
 
-void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
-  record_end(self->id(), p, reason);
-  self->quit(std::move(reason));
+void end_worker(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
+  if (p.ended)
+    return;
+  p.ended = true;
+  if (!p.runner) {
+    self->quit(std::move(reason));
+    return;
+  }
+  // Quits once the runner counted it; the last worker to run out of input
+  // is answered once close_op is done (QR-6). A runner that is gone fails
+  // the request; a user's close_op that never returns holds the last worker
+  // as it holds TensorFlow's last thread (at exit the worker is named).
+  auto quit = [self, reason] { self->quit(reason); };
+  self->request(p.runner, caf::infinite, worker_end_atom::value, uint64_t{self->id()},
+                p.rows_dropped, reason)
+      .then([quit](bool) { quit(); }, [quit](caf::error&) { quit(); });
 }
 
 /// Quits once the worker is finishing and nothing is owed to it: no push
 /// unacknowledged, and (`owed`) no answer of an upstream queue pending.
 void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed) {
-  if (!p.finish || !p.pushes.empty() || owed || p.ending)
+  if (!p.finish || !p.pushes.empty() || owed || p.ending || p.ended)
     return;
   auto upstream = p.upstream.told();
   if (upstream.empty()) {

@@ -108,7 +108,7 @@ struct push_pipe {
   std::string name;
   /// Rows refused by the queue that could not go back (reported at the end).
   int64_t rows_dropped = 0;
-  /// The end was reported (record_end runs once).
+  /// The end was reported (record_end or end_worker, once).
   bool ended = false;
   /// The worker waits for its upstream queues before it ends.
   bool ending = false;
@@ -120,11 +120,13 @@ struct push_pipe {
 };
 
 /// Every worker ends here: it reports its end (its rows dropped and its exit
-/// reason) to its runner before it quits, so that once the handles start()
-/// returned are down, the runner's counts are up to date (TensorFlow's
-/// threads do the same before they die).
+/// reason) to its runner and quits once the runner answered, so that once
+/// the handles start() returned are down, the runner's counts are up to date
+/// and, after the last worker, close_op is done (TensorFlow's threads do the
+/// same before they die). record_end is the report of a worker ended by an
+/// exception, sent one-way: that worker quits at once.
 void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason);
-void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason);
+void end_worker(caf::event_based_actor* self, push_pipe& p, caf::error reason);
 
 /// The settings every worker's pipe starts with; an exception that escapes
 /// the worker ends it like any other error.
