@@ -310,9 +310,11 @@ public:
   /// Rows the workers of the last start emitted that the queue refused (a
   /// stop cancels it, or it was closed) and that could not go back to an
   /// upstream queue: rows with no upstream queue (a reader's), or a run's
-  /// rows of which the queue had stored a part. TensorFlow drops these
-  /// silently; see docs/queues.md, "What a stop keeps". Final once the
-  /// handles start() returned are down.
+  /// rows of which the queue had stored a part (a run larger than its
+  /// capacity; docs/semantics.md Q-25). A run's rows are one push, stored
+  /// whole or refused whole, so a stage fed by upstream queues drops none at
+  /// a stop. TensorFlow drops these silently; see docs/queues.md, "What a
+  /// stop keeps". Final once the handles start() returned are down.
   int64_t rows_dropped() const;
   /// Sends stop to the runner actor of the last start (no-op if ended).
   void stop() const;

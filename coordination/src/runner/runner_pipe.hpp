@@ -69,11 +69,13 @@ private:
 ///
 /// What a stop keeps (docs/queues.md): a run's rows taken from upstream
 /// queues (its sources) are kept until the queue acknowledged the run's
-/// pushes. If the queue refused every row of the run (it was cancelled, or
-/// the worker withdrew its pushes at a stop), the sources go back to the
-/// front of the queues they came from; rows that cannot go back (no sources,
-/// or part of the run was stored) are counted in rows_dropped, which the
-/// worker reports to its runner when it ends.
+/// push. The queue stores a push that fits its capacity whole or not at
+/// all, so a push cancelled or withdrawn at a stop stored nothing, and the
+/// sources go back to the front of the queues they came from. Rows that
+/// cannot go back (no sources, or part of a run was stored: a run larger
+/// than the capacity, or one a shuffle or priority queue had to store in
+/// part) are counted in rows_dropped, which the worker reports to its
+/// runner when it ends.
 struct push_pipe {
   queue_actor queue;
   int32_t window = 2;
@@ -81,9 +83,9 @@ struct push_pipe {
   /// The queue answers one sender's pushes in order (it serves enqueue
   /// attempts in order, and a close or unpush cancels them in order).
   std::deque<int64_t> pushes;
-  /// The runs whose pushes are not all acknowledged yet.
+  /// The runs whose push is not acknowledged yet (one push per run, in
+  /// the order of `pushes`).
   struct run_in_flight {
-    size_t pushes_left = 0;
     int64_t stored = 0;
     int64_t refused = 0;
     std::vector<taken_rows> sources;
