@@ -249,7 +249,8 @@ struct queue_runner_options {
 /// cancel behaviour. A value type; copies share one runner. start() spawns a
 /// runner actor that supervises one worker per enqueue op:
 /// - a worker whose run ended the input (end(), or a queue-closed error)
-///   ends; the last one to end closes the queue with close_op (QR-6);
+///   ends; the last one to end runs close_op, and ends once it is done
+///   (QR-6);
 /// - any other error is kept in exceptions_raised(), reported to the
 ///   coordinator (request_stop(error)), and the queue is closed with
 ///   cancel_op; the other workers are stopped (QR-7);
@@ -309,9 +310,11 @@ public:
   /// Rows the workers of the last start emitted that the queue refused (a
   /// stop cancels it, or it was closed) and that could not go back to an
   /// upstream queue: rows with no upstream queue (a reader's), or a run's
-  /// rows of which the queue had stored a part. TensorFlow drops these
-  /// silently; see docs/queues.md, "What a stop keeps". Final once the
-  /// handles start() returned are down.
+  /// rows of which the queue had stored a part (a run larger than its
+  /// capacity; docs/semantics.md Q-25). A run's rows are one push, stored
+  /// whole or refused whole, so a stage fed by upstream queues drops none at
+  /// a stop. TensorFlow drops these silently; see docs/queues.md, "What a
+  /// stop keeps". Final once the handles start() returned are down.
   int64_t rows_dropped() const;
   /// Sends stop to the runner actor of the last start (no-op if ended).
   void stop() const;

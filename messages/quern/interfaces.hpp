@@ -56,9 +56,11 @@ using strict_queue_actor = caf::typed_actor<
 
 /// The streaming (credit) protocol of every queue actor: one-way messages,
 /// answered by a message to the sender (docs/queues.md).
-///   push(rows)     each row an enqueue attempt; the queue answers the sender
-///                  with pushed(stored, error) once the whole push completed
-///                  or failed (error is none when all rows were stored).
+///   push(rows)     the rows as one enqueue attempt; the queue answers the
+///                  sender with pushed(stored, error) once the whole push
+///                  completed or failed (error is none when all rows were
+///                  stored). A push no larger than the capacity is stored
+///                  whole or not at all (docs/semantics.md Q-25).
 ///   push_batch(bs) the rows of the batches `bs`, in order, as one attempt
 ///                  (no per-row work in a FIFO queue); answered like push.
 ///   pull(demand)   demand for `count` batches of n rows (demand.hpp), served

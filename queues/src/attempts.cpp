@@ -29,6 +29,8 @@ progress enqueue_attempt::serve(queue_core& q) {
   // Rows go in order while there is room; a batch goes as one
   // run, or as two when it only partly fits.
   auto room = static_cast<int64_t>(spec.capacity) - static_cast<int64_t>(q.size());
+  if (whole && room < rows.size())
+    return progress::none; // all its rows at once, or none yet
   auto k = std::min(rows.size(), std::max<int64_t>(room, 0));
   if (k > 0) {
     q.storage().push(rows, k);

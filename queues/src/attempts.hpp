@@ -63,6 +63,12 @@ struct enqueue_attempt {
   completion done;
   keyed_mark* mark = nullptr; // a keyed enqueue's producer, tallied
   uint64_t keyed_number = 0;  // and its batch's number
+  /// A streamed push no larger than the capacity is stored whole: it waits
+  /// until there is room for all its rows, so that a push cancelled or
+  /// withdrawn stored none of them (a queue runner then gives the run's
+  /// sources back). Cleared when waiting whole would stall the queue
+  /// (queue_core::flush); a push larger than the capacity never has it.
+  bool whole = false;
 
   /// Stores what fits (or closes the queue) and answers once complete.
   progress serve(queue_core& q);

@@ -231,6 +231,8 @@ private:
     a.what = enqueue_attempt::op::push;
     a.id = next_id_++;
     a.total = rows.size();
+    // Stored whole when it fits (attempts.hpp): nothing per row.
+    a.whole = a.total <= static_cast<int64_t>(core_.spec().capacity);
     a.rows = std::move(rows);
     a.client = caf::actor_cast<caf::actor_addr>(done.client());
     a.done = std::move(done);

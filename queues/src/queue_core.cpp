@@ -102,11 +102,22 @@ bool queue_core::serve_line(Attempts& line) {
 }
 
 void queue_core::flush() {
-  // serve each line from its head until neither makes progress.
-  bool progressed = true;
-  while (progressed) {
-    progressed = serve_line(enqueues_);
-    progressed = serve_line(dequeues_) || progressed;
+  for (;;) {
+    // serve each line from its head until neither makes progress.
+    bool progressed = true;
+    while (progressed) {
+      progressed = serve_line(enqueues_);
+      progressed = serve_line(dequeues_) || progressed;
+    }
+    // A push waiting for room for all its rows while a dequeue waits for
+    // rows would wait forever where the kind holds rows back (a shuffle
+    // queue's min_after_dequeue, a priority queue's dequeue_many that takes
+    // all n at once): it stores what fits from now on, as an enqueue_many
+    // does. (A FIFO dequeue waits only while the queue is empty, when every
+    // push that may wait whole fits.)
+    if (enqueues_.empty() || dequeues_.empty() || !enqueues_.front().whole)
+      return;
+    enqueues_.front().whole = false;
   }
 }
 

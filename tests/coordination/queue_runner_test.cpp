@@ -3,6 +3,7 @@
 #include "helpers.hpp"
 
 #include <atomic>
+#include <memory>
 #include <numeric>
 #include <set>
 
@@ -86,6 +87,54 @@ TEST_CASE("QR-6 the last worker to run out of input closes the queue", "[QR-6][Q
   CHECK(await_all_down(sys, actors) == actors.size()); // ends by itself
   CHECK(qr.exceptions_raised().empty());
   CHECK_FALSE(qr.running());
+}
+
+TEST_CASE("QR-6 close_op is done before the last handle start() returned is down",
+          "[QR-6][QR-2]") {
+  // TensorFlow's last thread runs close_op before it exits: a caller that
+  // joined the threads finds the queue closed. Repeated, with ops that end
+  // at once, so that the workers' ends race the close.
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  auto ends_at_once = async_op([](async_run& run) {
+    if (run.index() == 0)
+      run.emit(int_element(1));
+    run.end();
+  });
+  auto blocking_end = blocking_op([](blocking_run& run) { run.end(); });
+  int not_closed = 0;
+  int user_close_late = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto q = spawn_fifo_queue(sys, 10, {dtype::int64}, {tensor_shape{}});
+    queue_runner_options opts;
+    std::shared_ptr<std::atomic<bool>> user_closed;
+    if (i % 4 == 3) { // the user's own close_op, in a thread of its own
+      user_closed = std::make_shared<std::atomic<bool>>(false);
+      opts.close_op = [&sys, q, user_closed] {
+        blocking_queue{sys, q}.close();
+        *user_closed = true;
+      };
+    }
+    std::vector<enqueue_op> ops{ends_at_once, ends_at_once};
+    if (i % 2 == 1)
+      ops.push_back(blocking_end);
+    queue_runner qr{q, ops, opts};
+    std::vector<caf::actor> handles;
+    std::unique_ptr<coordinator> coord;
+    if (i % 3 == 2) { // the closer is among the handles then
+      coord = std::make_unique<coordinator>(sys);
+      handles = qr.start(sys, coord->actor());
+    } else {
+      handles = qr.start(sys);
+    }
+    REQUIRE(await_all_down(sys, handles) == handles.size());
+    if (user_closed && !*user_closed)
+      ++user_close_late;
+    if (!blocking_queue{sys, q}.is_closed())
+      ++not_closed;
+  }
+  CHECK(not_closed == 0);
+  CHECK(user_close_late == 0);
 }
 
 TEST_CASE("QR-2 close_op can be disabled", "[QR-2]") {

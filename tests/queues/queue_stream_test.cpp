@@ -270,3 +270,122 @@ TEST_CASE_METHOD(
   CHECK_THROWS_AS(w.push(i64(10)), cancelled_error);
   CHECK(w.stored() + w.refused() == 11);
 }
+
+namespace {
+
+/// The next pushed(stored, error) answer of `p`'s pushes (bounded wait).
+std::pair<int32_t, caf::error> next_pushed(probe& p) {
+  std::pair<int32_t, caf::error> out{-1, caf::error{}};
+  p.self()->receive(
+      [&](pushed_atom, int32_t n, caf::error& e) {
+        out.first = n;
+        out.second = std::move(e);
+      },
+      caf::after(std::chrono::seconds(30)) >> [] { FAIL("no pushed answer"); });
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(system_fixture,
+                 "a push that fits the capacity is stored whole once there is room",
+                 "[stream][stop][Q-25]") {
+  probe p{sys, int_fifo(sys, 4)};
+  p.enqueue(i64(0));
+  p.enqueue(i64(1));
+  CHECK(p.next().count() == 1);
+  CHECK(p.next().count() == 1);
+  p.send(push_atom::value, std::vector<element>{i64(10), i64(11), i64(12)});
+  CHECK(p.pending()); // room for 2 of its 3 rows: none stored yet
+  CHECK(p.size() == 2);
+  p.dequeue();
+  CHECK(value_of(p.next().elem()) == 0);
+  auto [stored, err] = next_pushed(p); // room for all 3 now
+  CHECK(stored == 3);
+  CHECK_FALSE(err);
+  CHECK(p.size() == 4);
+  CHECK(dequeue_values(p, 4) == std::vector<int64_t>{1, 10, 11, 12});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "a push waiting whole that is cancelled or withdrawn stored none of "
+                 "its rows",
+                 "[stream][stop][Q-25][Q-43]") {
+  const bool cancel = GENERATE(true, false);
+  INFO((cancel ? "close with cancel_pending_enqueues" : "unpush"));
+  probe p{sys, int_fifo(sys, 4)};
+  p.enqueue_many(i64s({0, 1, 2}));
+  CHECK(p.next().count() == 3);
+  p.send(push_batch_atom::value, std::vector<element>{i64s({10, 11}), i64s({12})});
+  CHECK(p.pending());
+  if (cancel)
+    p.close(true);
+  else
+    p.send(unpush_atom::value);
+  auto [stored, err] = next_pushed(p);
+  CHECK(stored == 0);
+  CHECK(code_of(err) == error_code::cancelled);
+  if (cancel)
+    CHECK(p.next().flag());
+  CHECK(p.size() == 3);
+  CHECK(dequeue_values(p, 3) == std::vector<int64_t>{0, 1, 2});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "a push larger than the capacity is stored as room appears",
+                 "[stream][Q-25]") {
+  probe p{sys, int_fifo(sys, 2)};
+  p.send(push_atom::value, std::vector<element>{i64(1), i64(2), i64(3)});
+  CHECK(p.pending());
+  CHECK(p.size() == 2); // as an enqueue_many
+  CHECK(dequeue_values(p, 1) == std::vector<int64_t>{1});
+  auto [stored, err] = next_pushed(p);
+  CHECK(stored == 3);
+  CHECK_FALSE(err);
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "a push waiting whole stores what fits when a dequeue would wait "
+                 "forever otherwise",
+                 "[stream][Q-25][Q-51][Q-73]") {
+  // A shuffle queue keeps min_after_dequeue rows while open; a priority
+  // queue's dequeue_many takes all n at once. Either dequeue waits for rows
+  // that only the waiting push can bring.
+  const bool shuffle = GENERATE(true, false);
+  INFO((shuffle ? "RandomShuffleQueue" : "PriorityQueue"));
+  auto q = shuffle
+               ? spawn_random_shuffle_queue(sys, 4, 3, {dtype::int64}, {tensor_shape{}})
+               : spawn_priority_queue(sys, 4, {dtype::int64}, {tensor_shape{}});
+  // A priority queue's rows lead with their priority.
+  auto row = [shuffle](int64_t v) {
+    return shuffle ? i64(v) : element{tensor::scalar(v), tensor::scalar(v)};
+  };
+  auto rows = [shuffle](std::vector<int64_t> vs) {
+    return shuffle ? i64s(vs)
+                   : element{tensor::vector<int64_t>(vs), tensor::vector<int64_t>(vs)};
+  };
+  probe p{sys, q};
+  p.enqueue_many(rows({1, 2, 3}));
+  CHECK(p.next().count() == 3);
+  p.send(push_atom::value, std::vector<element>{row(4), row(5)});
+  CHECK(p.pending()); // room for 1 of 2, and no dequeue waits: whole
+  CHECK(p.size() == 3);
+  if (shuffle)
+    p.dequeue(); // waits for a 4th row: min_after_dequeue is 3
+  else
+    p.dequeue_many(4); // waits for 4 rows, taken at once
+  bool got_rows = false;
+  int32_t stored = -1;
+  for (int i = 0; i < 2; ++i)
+    p.self()->receive(
+        [&](pushed_atom, int32_t n, caf::error& e) {
+          stored = n;
+          CHECK_FALSE(e);
+        },
+        [&](element&) { got_rows = true; },
+        [&](caf::error& e) { FAIL("dequeue failed: " << render(e)); },
+        caf::after(std::chrono::seconds(30)) >> [] { FAIL("the queue stalled"); });
+  CHECK(got_rows);
+  CHECK(stored == 2);
+  CHECK(p.size() == (shuffle ? 4 : 1));
+}

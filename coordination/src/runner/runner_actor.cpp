@@ -29,8 +29,9 @@ struct runner_state {
   std::unordered_map<caf::actor_id, caf::actor> live;
   /// Each worker's name, `<runner>/<op>`: the origin of its errors.
   std::unordered_map<caf::actor_id, std::string> names;
-  /// The user's close_op / cancel_op functions still running.
-  std::set<caf::actor_id> user_ops;
+  /// The user's close_op / cancel_op functions still running, each with
+  /// whether it is the close_op.
+  std::unordered_map<caf::actor_id, bool> user_ops;
   std::vector<caf::actor> workers;
   /// Workers that have not reported their end yet (running()), and what
   /// the ended ones reported: rows dropped and errors (QR-7, QR-9). The
@@ -41,6 +42,13 @@ struct runner_state {
   bool started = false;
   bool stopping = false;
   bool close_requested = false;
+  /// close_op has run (or was answered); until then the last worker to run
+  /// out of input waits for it (QR-6), its end report answered here.
+  bool close_done = false;
+  std::vector<caf::typed_response_promise<bool>> close_waiters;
+  /// A worker reported an error to report (QR-7): no close_op then, the
+  /// runner stops with cancel_op once it sees that worker down.
+  bool failed = false;
   /// The start request waits for the coordinator's registration ack; the
   /// runner must not end before it answered (workers may end that fast).
   bool start_pending = false;
@@ -68,20 +76,32 @@ void check_finished(runner_ptr self) {
   }
 }
 
-void close_queue(runner_ptr self, bool cancel_pending_enqueues) {
+/// close_op is done: the worker waiting for it may end.
+void close_op_done(runner_ptr self) {
+  auto& st = self->state;
+  st.close_done = true;
+  for (auto& rp : st.close_waiters)
+    rp.deliver(true);
+  st.close_waiters.clear();
+}
+
+/// One of close_op or cancel_op (`is_close`: close_op) is done.
+void op_done(runner_ptr self, bool is_close) {
+  --self->state.pending_closes;
+  if (is_close)
+    close_op_done(self);
+  check_finished(self);
+}
+
+void close_queue(runner_ptr self, bool cancel_pending_enqueues, bool is_close) {
   auto& st = self->state;
   ++st.pending_closes;
-  // Errors are ignored (QR-6, QR-8): e.g. "already closed".
+  // Errors are ignored (QR-6, QR-8): e.g. "already closed". The queue
+  // answers once the close took effect (a non-cancelling one behind the
+  // pushes before it, as TensorFlow's), or fails it when it is gone.
   self->request(st.cfg.queue, caf::infinite, close_atom::value, cancel_pending_enqueues)
-      .then(
-          [self](bool) {
-            --self->state.pending_closes;
-            check_finished(self);
-          },
-          [self](caf::error&) {
-            --self->state.pending_closes;
-            check_finished(self);
-          });
+      .then([self, is_close](bool) { op_done(self, is_close); },
+            [self, is_close](caf::error&) { op_done(self, is_close); });
 }
 
 // Runs the user's close_op or cancel_op in a thread of its own (it may
@@ -95,16 +115,31 @@ caf::behavior user_op_actor(caf::event_based_actor* self, std::function<void()> 
   return {};
 }
 
-/// Runs close_op or cancel_op; the runner ends only after it is done.
-void run_op(runner_ptr self, const runner_op& op) {
+/// Runs close_op (`is_close`) or cancel_op; the runner ends only after it
+/// is done.
+void run_op(runner_ptr self, const runner_op& op, bool is_close) {
   auto& st = self->state;
   if (op.close_flag()) {
-    close_queue(self, *op.close_flag());
+    close_queue(self, *op.close_flag(), is_close);
   } else if (op.function()) {
     ++st.pending_closes;
     auto a = self->spawn<caf::monitored + caf::detached>(user_op_actor, op.function());
-    st.user_ops.insert(a.id());
+    st.user_ops.emplace(a.id(), is_close);
+  } else if (is_close) {
+    close_op_done(self);
   }
+}
+
+/// QR-6: once every worker ran out of input, close_op runs, once.
+void close_if_done(runner_ptr self) {
+  auto& st = self->state;
+  if (!st.unreported.empty() || st.stopping || st.failed || st.close_requested)
+    return;
+  st.close_requested = true;
+  if (st.cfg.opts.close_op)
+    run_op(self, st.cfg.opts.close_op, true);
+  else
+    close_op_done(self);
 }
 
 void begin_stop(runner_ptr self) {
@@ -113,7 +148,7 @@ void begin_stop(runner_ptr self) {
     return;
   st.stopping = true;
   *st.cfg.stop = true;
-  run_op(self, st.cfg.opts.cancel_op);
+  run_op(self, st.cfg.opts.cancel_op, false);
   for (auto& kv : st.live)
     caf::anon_send(kv.second, stop_atom::value);
   // Not started yet: the start request (always sent right after spawning)
@@ -133,8 +168,26 @@ void worker_ended(runner_ptr self, caf::actor_id id, int64_t dropped,
   if (st.unreported.erase(id) == 0)
     return;
   st.tally->rows_dropped += dropped;
-  if (reportable(self, reason))
+  if (reportable(self, reason)) {
+    st.failed = true;
     st.tally->exceptions.push_back(with_origin(reason, st.names[id]));
+  }
+}
+
+/// A worker reported its end and waits for the answer to quit.
+caf::result<bool> worker_reported(runner_ptr self, caf::actor_id id, int64_t dropped,
+                                  const caf::error& reason) {
+  worker_ended(self, id, dropped, reason);
+  close_if_done(self);
+  auto& st = self->state;
+  if (!st.close_requested || st.close_done)
+    return true;
+  // QR-6: the last worker ends only once close_op is done, so that a caller
+  // who saw every handle of start() down finds the queue closed
+  // (TensorFlow's last thread runs close_op before it ends).
+  auto rp = self->make_response_promise<bool>();
+  st.close_waiters.push_back(rp);
+  return rp;
 }
 
 void worker_down(runner_ptr self, const caf::down_msg& dm) {
@@ -163,11 +216,9 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
     }
     begin_stop(self); // cancel the queue and stop the other workers
   }
-  if (st.live.empty() && !st.stopping && st.cfg.opts.close_op && !st.close_requested) {
-    // QR-6: the last worker to run out of input closes the queue.
-    st.close_requested = true;
-    run_op(self, st.cfg.opts.close_op);
-  }
+  // QR-6: normally the last worker's end report ran close_op already; a
+  // worker killed without a report is counted here.
+  close_if_done(self);
   check_finished(self);
 }
 
@@ -192,9 +243,10 @@ runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg)
       begin_stop(self); // the coordinator is gone: stop
       return;
     }
-    if (st.user_ops.erase(dm.source.id()) > 0) {
-      --st.pending_closes;
-      check_finished(self);
+    if (auto i = st.user_ops.find(dm.source.id()); i != st.user_ops.end()) {
+      auto is_close = i->second;
+      st.user_ops.erase(i);
+      op_done(self, is_close);
       return;
     }
     worker_down(self, dm);
@@ -247,7 +299,7 @@ runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg)
                                st.tally->rows_dropped, st.tally->exceptions);
       },
       [self](worker_end_atom, uint64_t id, int64_t dropped, caf::error& reason) {
-        worker_ended(self, id, dropped, reason);
+        return worker_reported(self, id, dropped, reason);
       },
   };
 }

@@ -102,15 +102,28 @@ void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason) {
                    reason);
 }
 
-void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason) {
-  record_end(self->id(), p, reason);
-  self->quit(std::move(reason));
+void end_worker(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
+  if (p.ended)
+    return;
+  p.ended = true;
+  if (!p.runner) {
+    self->quit(std::move(reason));
+    return;
+  }
+  // Quits once the runner counted it; the last worker to run out of input
+  // is answered once close_op is done (QR-6). A runner that is gone fails
+  // the request; a user's close_op that never returns holds the last worker
+  // as it holds TensorFlow's last thread (at exit the worker is named).
+  auto quit = [self, reason] { self->quit(reason); };
+  self->request(p.runner, caf::infinite, worker_end_atom::value, uint64_t{self->id()},
+                p.rows_dropped, reason)
+      .then([quit](bool) { quit(); }, [quit](caf::error&) { quit(); });
 }
 
 /// Quits once the worker is finishing and nothing is owed to it: no push
 /// unacknowledged, and (`owed`) no answer of an upstream queue pending.
 void try_finish(caf::event_based_actor* self, push_pipe& p, bool owed) {
-  if (!p.finish || !p.pushes.empty() || owed || p.ending)
+  if (!p.finish || !p.pushes.empty() || owed || p.ending || p.ended)
     return;
   auto upstream = p.upstream.told();
   if (upstream.empty()) {
@@ -168,6 +181,51 @@ void schedule_run(caf::event_based_actor* self, push_pipe& p) {
   }
 }
 
+namespace {
+
+/// A run's rows as one push, so that the queue stores them whole or refuses
+/// them whole (a push that fits its capacity, docs/queues.md "What a stop
+/// keeps"): one streamed push of rows, one push_batch of its batches, or,
+/// for a run that emitted both, its batches split into rows (views, no
+/// copy) among the others, in order.
+void push_run(caf::event_based_actor* self, push_pipe& p, run_output& out) {
+  auto& pieces = out.pieces();
+  bool batches = true;
+  int64_t rows = 0;
+  for (auto& piece : pieces) {
+    batches = batches && piece.is_batch;
+    rows += piece.is_batch ? piece.batch.batch_size()
+                           : static_cast<int64_t>(piece.rows.size());
+  }
+  p.pushes.push_back(rows);
+  if (pieces.size() == 1 && !batches) {
+    self->send(p.queue, push_atom::value, std::move(pieces.front().rows));
+    return;
+  }
+  std::vector<element> xs;
+  if (batches) {
+    xs.reserve(pieces.size());
+    for (auto& piece : pieces)
+      xs.push_back(std::move(piece.batch));
+    self->send(p.queue, push_batch_atom::value, std::move(xs));
+    return;
+  }
+  xs.reserve(static_cast<size_t>(rows));
+  for (auto& piece : pieces) {
+    if (piece.is_batch) {
+      auto n = piece.batch.batch_size();
+      for (int64_t i = 0; i < n; ++i)
+        xs.push_back(piece.batch.row(i));
+    } else {
+      for (auto& row : piece.rows)
+        xs.push_back(std::move(row));
+    }
+  }
+  self->send(p.queue, push_atom::value, std::move(xs));
+}
+
+} // namespace
+
 /// After a run: push its rows, then end or schedule the next run (always
 /// through the mailbox, so that a pending stop is seen first and the stack
 /// does not grow).
@@ -175,19 +233,9 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
                std::vector<taken_rows> sources) {
   if (!out.empty()) {
     push_pipe::run_in_flight r;
-    r.pushes_left = out.pieces().size();
     r.sources = std::move(sources);
     p.runs_in_flight.push_back(std::move(r));
-    for (auto& piece : out.pieces()) {
-      if (piece.is_batch) {
-        p.pushes.push_back(piece.batch.batch_size());
-        self->send(p.queue, push_batch_atom::value,
-                   std::vector<element>{std::move(piece.batch)});
-      } else {
-        p.pushes.push_back(static_cast<int64_t>(piece.rows.size()));
-        self->send(p.queue, push_atom::value, std::move(piece.rows));
-      }
-    }
+    push_run(self, p, out);
   } else { // the run consumed its sources (a filter) or had none
     p.upstream.release(self, sources);
   }
@@ -203,7 +251,7 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
   schedule_run(self, p);
 }
 
-/// A run's pushes are all acknowledged: if the queue refused all of it, its
+/// A run's push was acknowledged: if the queue refused all of it, its
 /// sources go back; rows refused that cannot go back are counted.
 void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight& r) {
   if (r.refused > 0) {
@@ -225,13 +273,11 @@ void on_pushed(caf::event_based_actor* self, push_pipe& p, int32_t stored,
   auto rows = p.pushes.front();
   p.pushes.pop_front();
   auto& r = p.runs_in_flight.front();
-  r.stored += stored;
+  r.stored = stored;
   if (err)
-    r.refused += std::max<int64_t>(rows - stored, 0);
-  if (--r.pushes_left == 0) {
-    settle(self, p, r);
-    p.runs_in_flight.pop_front();
-  }
+    r.refused = std::max<int64_t>(rows - stored, 0);
+  settle(self, p, r);
+  p.runs_in_flight.pop_front();
   if (err)
     wind_down(self, p, std::move(err));
 }

@@ -69,11 +69,13 @@ private:
 ///
 /// What a stop keeps (docs/queues.md): a run's rows taken from upstream
 /// queues (its sources) are kept until the queue acknowledged the run's
-/// pushes. If the queue refused every row of the run (it was cancelled, or
-/// the worker withdrew its pushes at a stop), the sources go back to the
-/// front of the queues they came from; rows that cannot go back (no sources,
-/// or part of the run was stored) are counted in rows_dropped, which the
-/// worker reports to its runner when it ends.
+/// push. The queue stores a push that fits its capacity whole or not at
+/// all, so a push cancelled or withdrawn at a stop stored nothing, and the
+/// sources go back to the front of the queues they came from. Rows that
+/// cannot go back (no sources, or part of a run was stored: a run larger
+/// than the capacity, or one a shuffle or priority queue had to store in
+/// part) are counted in rows_dropped, which the worker reports to its
+/// runner when it ends.
 struct push_pipe {
   queue_actor queue;
   int32_t window = 2;
@@ -81,9 +83,9 @@ struct push_pipe {
   /// The queue answers one sender's pushes in order (it serves enqueue
   /// attempts in order, and a close or unpush cancels them in order).
   std::deque<int64_t> pushes;
-  /// The runs whose pushes are not all acknowledged yet.
+  /// The runs whose push is not acknowledged yet (one push per run, in
+  /// the order of `pushes`).
   struct run_in_flight {
-    size_t pushes_left = 0;
     int64_t stored = 0;
     int64_t refused = 0;
     std::vector<taken_rows> sources;
@@ -108,7 +110,7 @@ struct push_pipe {
   std::string name;
   /// Rows refused by the queue that could not go back (reported at the end).
   int64_t rows_dropped = 0;
-  /// The end was reported (record_end runs once).
+  /// The end was reported (record_end or end_worker, once).
   bool ended = false;
   /// The worker waits for its upstream queues before it ends.
   bool ending = false;
@@ -120,11 +122,13 @@ struct push_pipe {
 };
 
 /// Every worker ends here: it reports its end (its rows dropped and its exit
-/// reason) to its runner before it quits, so that once the handles start()
-/// returned are down, the runner's counts are up to date (TensorFlow's
-/// threads do the same before they die).
+/// reason) to its runner and quits once the runner answered, so that once
+/// the handles start() returned are down, the runner's counts are up to date
+/// and, after the last worker, close_op is done (TensorFlow's threads do the
+/// same before they die). record_end is the report of a worker ended by an
+/// exception, sent one-way: that worker quits at once.
 void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason);
-void end_worker(caf::scheduled_actor* self, push_pipe& p, caf::error reason);
+void end_worker(caf::event_based_actor* self, push_pipe& p, caf::error reason);
 
 /// The settings every worker's pipe starts with; an exception that escapes
 /// the worker ends it like any other error.

@@ -36,10 +36,14 @@ namespace quern::detail {
 /// worker -> itself: start the next run.
 using worker_run_atom = caf::atom_constant<caf::atom("qr_run")>;
 
-/// worker -> runner: (worker_end, worker id, rows dropped, exit reason). A
-/// worker sends it just before it quits, so that once the worker's handle is
-/// down, the runner has counted it (local messages keep causal order: a
-/// request its handle makes after seeing the worker down comes later).
+/// worker -> runner: (worker_end, worker id, rows dropped, exit reason) ->
+/// bool. A worker asks it before it quits and quits once answered, so that
+/// once the worker's handle is down, the runner has counted it (local
+/// messages keep causal order: a request its handle makes after seeing the
+/// worker down comes later). The runner answers the last worker to run out
+/// of input only once close_op is done (QR-6: TensorFlow's last thread runs
+/// it before it ends), the others at once. A worker ended by an exception
+/// sends it one-way and does not wait.
 using worker_end_atom = caf::atom_constant<caf::atom("qr_end")>;
 /// handle -> runner: (runner_status) -> (live workers, rows dropped, errors).
 using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
@@ -49,7 +53,7 @@ using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
 /// where its handle is, even when its queue is remote).
 using runner_impl_actor = queue_runner_actor::extend<
     caf::replies_to<runner_status_atom>::with<int32_t, int64_t, std::vector<caf::error>>,
-    caf::reacts_to<worker_end_atom, uint64_t, int64_t, caf::error>>;
+    caf::replies_to<worker_end_atom, uint64_t, int64_t, caf::error>::with<bool>>;
 
 /// The one piece of memory a runner shares with its workers: its stop
 /// signal. A blocking op asks should_stop() from inside its run, while its
