@@ -10,6 +10,7 @@
 set -euo pipefail
 
 # libjs-dygraphs: the charts quern-board embeds in its pages;
+# libjs-marked and node-dompurify: the markdown of text summaries on those pages, made safe;
 # chromium-headless-shell and nodejs: the browser tests of those pages;
 # pkg-config: the test that builds a program against the installed quern.pc;
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
@@ -17,7 +18,8 @@ set -euo pipefail
 # openssl: the command the distributed tests make their CA and certificates with;
 # clang-tidy: the test of the sizes of the actor layers' functions (tests/style/check_sizes.sh).
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
+          libboost-program-options-dev libjs-dygraphs libjs-marked node-dompurify
+          chromium-headless-shell nodejs
           pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl)
 case "${1:-}" in
 --fuzz) packages+=(clang libclang-rt-14-dev) ;;
