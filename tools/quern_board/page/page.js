@@ -513,16 +513,20 @@
   }
 
   // A wall-time tick (milliseconds, UTC) as a clock time: HH:MM:SS, with
-  // milliseconds when the axis spans under 5 s, with the date when it spans
-  // days (only the date for ticks at midnight over several days).
-  function clockLabel(ms, range) {
+  // milliseconds when the ticks are under a second apart (dygraphs'
+  // granularity; without one, when the axis spans under 5 s), with the
+  // date when the axis crosses midnight, the date alone for ticks days apart.
+  function clockLabel(ms, range, gran) {
+    const G = Dygraph.Granularity;
     const iso = new Date(ms).toISOString();
     const span = range[1] - range[0];
     const day = (t) => new Date(t).toISOString().slice(0, 10);
-    if (span >= 3 * 86400000)
+    const daily = gran !== undefined ? gran >= G.DAILY : span >= 3 * 86400000;
+    if (daily)
       return iso.slice(11, 19) === '00:00:00' ? iso.slice(0, 10) :
         iso.slice(5, 10) + ' ' + iso.slice(11, 16);
-    const time = span < 5000 ? iso.slice(11, 23) : iso.slice(11, 19);
+    const withMs = gran !== undefined ? gran < G.SECONDLY : span < 5000;
+    const time = withMs ? iso.slice(11, 23) : iso.slice(11, 19);
     return day(range[0]) !== day(range[1]) ? iso.slice(5, 10) + ' ' + time : time;
   }
   quern.clockLabel = clockLabel;
@@ -531,8 +535,8 @@
   // as clock times); step and relative: numbers.
   function xAxisOptions() {
     if (state.x === 'wall')
-      return { ticker: Dygraph.dateTicker, pixelsPerLabel: 110,
-        axisLabelFormatter: (d, gran, opts, g) => clockLabel(d.getTime(), g.xAxisRange()),
+      return { ticker: Dygraph.dateTicker, pixelsPerLabel: 110, axisLabelWidth: 100,
+        axisLabelFormatter: (d, gran, opts, g) => clockLabel(d.getTime(), g.xAxisRange(), gran),
         valueFormatter: (ms) => isoTime(ms / 1000) };
     return { ticker: Dygraph.numericTicks, axisLabelFormatter: (v) => fmt(v),
       valueFormatter: (v) => fmt(v) };
