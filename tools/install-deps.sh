@@ -10,6 +10,7 @@
 set -euo pipefail
 
 # libjs-dygraphs: the charts quern-board embeds in its pages;
+# libjs-marked and node-dompurify: the markdown of text summaries on those pages, made safe;
 # chromium-headless-shell and nodejs: the browser tests of those pages;
 # pkg-config: the test that builds a program against the installed quern.pc;
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
@@ -19,9 +20,9 @@ set -euo pipefail
 # zlib1g-dev: the readers' and tf_record_writer's GZIP and ZLIB files (quern::input links it);
 # python3: the independent writer of the compressed files tests/input reads.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
-          libboost-program-options-dev libjs-dygraphs chromium-headless-shell nodejs
-          pkg-config libconcurrentqueue-dev clang-tidy libssl-dev openssl zlib1g-dev
-          python3)
+          libboost-program-options-dev libjs-dygraphs libjs-marked node-dompurify
+          chromium-headless-shell nodejs pkg-config libconcurrentqueue-dev clang-tidy
+          libssl-dev openssl zlib1g-dev python3)
 case "${1:-}" in
 --fuzz) packages+=(clang libclang-rt-14-dev) ;;
 --peers) packages+=(python3-numpy) ;;

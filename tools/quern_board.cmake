@@ -16,11 +16,32 @@ foreach(f dygraph.min.js dygraph.min.css)
   endif()
 endforeach()
 
+# Text summaries are markdown, rendered as TensorBoard renders them with
+# Debian's libjs-marked and made safe (no HTML or script of a summary runs)
+# with DOMPurify (node-dompurify's browser build), both embedded the same way.
+set(QUERN_MARKED_DIR /usr/share/javascript/marked CACHE PATH
+    "Where Debian's libjs-marked package installs marked.min.js")
+set(QUERN_DOMPURIFY_DIR /usr/share/nodejs/dompurify/dist CACHE PATH
+    "Where Debian's node-dompurify package installs purify.min.js")
+foreach(f ${QUERN_MARKED_DIR}/marked.min.js:libjs-marked
+          ${QUERN_DOMPURIFY_DIR}/purify.min.js:node-dompurify)
+  string(REGEX REPLACE ":[^:]*$" "" file ${f})
+  string(REGEX REPLACE "^.*:" "" package ${f})
+  if(NOT EXISTS ${file})
+    message(FATAL_ERROR
+      "quern-board needs ${file} from Debian's ${package} package: install it with "
+      "`apt-get install ${package}` (tools/install-deps.sh does), or set "
+      "QUERN_MARKED_DIR / QUERN_DOMPURIFY_DIR")
+  endif()
+endforeach()
+
 set(quern_board_dir ${CMAKE_CURRENT_LIST_DIR}/quern_board)
 set(quern_board_embedded ${CMAKE_CURRENT_BINARY_DIR}/quern_board_embedded.cpp)
 set(quern_board_embed_inputs
     dygraph_js=${QUERN_DYGRAPHS_DIR}/dygraph.min.js
     dygraph_css=${QUERN_DYGRAPHS_DIR}/dygraph.min.css
+    marked_js=${QUERN_MARKED_DIR}/marked.min.js
+    purify_js=${QUERN_DOMPURIFY_DIR}/purify.min.js
     page_js=${quern_board_dir}/page/page.js
     page_css=${quern_board_dir}/page/page.css)
 # '|' separates the inputs: a ';' would not survive the command line.
@@ -30,9 +51,10 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -DOUTPUT=${quern_board_embedded}
           -DINPUTS=${quern_board_embed_inputs_arg} -P ${quern_board_dir}/embed.cmake
   DEPENDS ${quern_board_dir}/embed.cmake ${QUERN_DYGRAPHS_DIR}/dygraph.min.js
-          ${QUERN_DYGRAPHS_DIR}/dygraph.min.css ${quern_board_dir}/page/page.js
+          ${QUERN_DYGRAPHS_DIR}/dygraph.min.css ${QUERN_MARKED_DIR}/marked.min.js
+          ${QUERN_DOMPURIFY_DIR}/purify.min.js ${quern_board_dir}/page/page.js
           ${quern_board_dir}/page/page.css
-  COMMENT "Embedding dygraphs and the quern-board page"
+  COMMENT "Embedding dygraphs, marked, DOMPurify and the quern-board page"
   VERBATIM)
 
 file(GLOB quern_board_sources CONFIGURE_DEPENDS ${quern_board_dir}/*.cpp)

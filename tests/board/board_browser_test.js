@@ -417,8 +417,10 @@ async function testHtml() {
   const bytes = fs.readFileSync(page1);
   check(bytes.equals(fs.readFileSync(page2)), 'the same log directory gives the same bytes');
   const text = bytes.toString('utf8');
-  check(!/(src|href)\s*=\s*["']?\s*(https?:|\/\/)/i.test(text) && !/url\(\s*["']?https?:/i
-    .test(text), 'the page refers to nothing outside itself');
+  // A reference names a host (marked's code that makes "www.x" a link,
+  // href="http://"+text, names none).
+  check(!/(src|href)\s*=\s*["']?\s*(https?:\/\/|\/\/)[^"'\s]/i.test(text) &&
+    !/url\(\s*["']?https?:/i.test(text), 'the page refers to nothing outside itself');
   check(text.includes('Content-Security-Policy') && text.includes("default-src 'none'"),
     'the page forbids loads from anywhere else');
 
@@ -489,6 +491,28 @@ async function testHtml() {
       ['export', logdir, '--run', 'b/c', '--tag', 'loss']).out,
     'the b/c.csv button downloads what export --run b/c --tag loss prints', fs.readdirSync(
       downloads));
+    await page.eval('[...document.querySelectorAll(".card.scalars[data-tag=\\"loss\\"] ' +
+      '.links button")].find((b) => b.textContent === "b/c.json")?.click()');
+    const jfile = path.join(downloads, 'run-b_c-tag-loss.json');
+    const jend = Date.now() + 20000;
+    while (!fs.existsSync(jfile) && Date.now() < jend) await sleep(100);
+    const jwant = run(args.board, ['export', logdir, '--run', 'b/c', '--tag', 'loss',
+      '--format', 'json']).out;
+    check(fs.existsSync(jfile) && fs.readFileSync(jfile, 'utf8') === jwant,
+      'the b/c.json button downloads what export --run b/c --tag loss --format json prints',
+      fs.existsSync(jfile) ? fs.readFileSync(jfile, 'utf8').slice(0, 300) : fs.readdirSync(
+        downloads));
+    const jsonWrong = [];
+    for (const { run: run0, tag: tag0 } of seriesOf(run(args.board, ['export', logdir]).out)
+      .values()) {
+      const want = run(args.board, ['export', logdir, '--run', run0, '--tag', tag0, '--format',
+        'json']).out;
+      const got = await page.eval('quern.json && quern.json(' + JSON.stringify(run0) + ',' +
+        JSON.stringify(tag0) + ')');
+      if (got !== want) jsonWrong.push({ run: run0, tag: tag0, got: (got || '').slice(0, 300),
+        want: want.slice(0, 300) });
+    }
+    check(jsonWrong.length === 0, 'each series\' JSON equals export --format json', jsonWrong);
 
     // The hover read-out: every run's point nearest to the pointer.
     const box = await page.eval('(() => { const r = document.querySelector(' +
@@ -510,6 +534,10 @@ async function testHtml() {
     check(s2.charts.filter((c) => c.shown).map((c) => c.tag).join() === 'loss' &&
       !s2.histograms.some((h) => h.shown), 'the tag filter leaves only loss',
     s2.charts.map((c) => [c.tag, c.shown]));
+    const hashOf = () => page.eval('Object.fromEntries([...new URLSearchParams(' +
+      'location.hash.slice(1))].map(([k, v], i) => [k === "hide" ? k + i : k, v]))');
+    let hash = await hashOf();
+    check(hash.tag === '^loss$', 'the address follows a typed tag filter', hash);
     await page.eval('(() => { const e = document.getElementById("run-re"); e.value = ' +
       '"^(train|eval)$"; e.dispatchEvent(new Event("input")); })()');
     s2 = await page.eval('quern.selftest()');
@@ -520,6 +548,11 @@ async function testHtml() {
       'e.dispatchEvent(new Event("input")); })()');
     const err = await page.eval('document.getElementById("filter-error").textContent');
     check(err.startsWith('runs: '), 'a bad regular expression is named, not thrown', err);
+    hash = await hashOf();
+    const invalid = await page.eval('document.getElementById("run-re").classList.contains(' +
+      '"invalid")');
+    check(hash.run === '(' && invalid, 'a bad typed expression is marked invalid and kept in ' +
+      'the address', [hash, invalid]);
     await page.eval('(() => { const e = document.getElementById("smoothing-n"); e.value = ' +
       '"0.9"; e.dispatchEvent(new Event("change")); })()');
     const series = seriesOf(run(args.board, ['export', logdir, '--run', 'train', '--tag',
@@ -541,6 +574,30 @@ async function testHtml() {
     s2 = await page.eval('quern.selftest()');
     check(s2.x === 'wall' && s2.log === true && s2.smoothing === 0.9 && s2.outliers === false,
       'x axis, log y and outliers switch', s2);
+    await page.eval('(() => { const e = document.querySelector("#runs tr[data-run=\\"eval\\"] ' +
+      'input"); e.checked = false; e.dispatchEvent(new Event("change")); })()');
+    hash = await hashOf();
+    check(JSON.stringify(hash) === JSON.stringify({ smoothing: '0.9', x: 'wall', log: '1',
+      outliers: '0', tag: '^loss$', hide5: 'eval' }), 'the address follows every change of ' +
+      'the view (smoothing, x axis, log y, outliers, filters, hidden runs)', hash);
+    // Wall-time ticks are clock times: HH:MM:SS over train's minute.
+    const ticks = (p, tag) => p.eval('[...document.querySelectorAll(".card.scalars[data-tag=' +
+      '\\"' + tag + '\\"] .dygraph-axis-label-x")].map((e) => e.textContent)');
+    const wallTicks = await ticks(page, 'loss');
+    check(wallTicks.length > 1 && wallTicks.every((t) => /^\d\d:\d\d:\d\d$/.test(t)),
+      'wall-time ticks over a minute read HH:MM:SS', wallTicks);
+    // The whole view comes back from the address.
+    const viewUrl = await page.eval('location.href');
+    const restored = await browser.open(viewUrl);
+    const rs = await restored.eval('quern.selftest()');
+    const controls = await restored.eval('[document.getElementById("tag-re").value, ' +
+      'document.getElementById("x-axis").value, document.querySelector("#runs ' +
+      'tr[data-run=\\"eval\\"] input").checked]');
+    check(rs.smoothing === 0.9 && rs.x === 'wall' && rs.log && !rs.outliers &&
+      JSON.stringify(controls) === JSON.stringify(['^loss$', 'wall', false]) &&
+      rs.charts.filter((c) => c.shown).map((c) => c.tag).join() === 'loss' &&
+      rs.charts.find((c) => c.tag === 'loss').series.every((x) => x.run !== 'eval'),
+    'the address (' + viewUrl.replace(/^.*#/, '#') + ') restores the view', [rs, controls]);
     // The main line is the smoothed one: its top is the smoothed spike.
     const lossChart = s2.charts.find((c) => c.tag === 'loss');
     const top = lossChart.series.find((x) => x.run === 'train').lastSmoothed;
@@ -600,6 +657,67 @@ async function testHtml() {
       s3.charts.filter((c) => c.shown).every((c) => c.series.every((s) => s.run === 'b/c')),
     'settings in the address\'s fragment apply', s3);
     checkNoProblems(page2b, (u) => u.startsWith(url) || u.startsWith('data:'), 'html#fragment');
+    // A bad expression in the address is shown as a typed one.
+    const page2c = await browser.open(url + '#run=(&tag=^loss$');
+    const bad = await page2c.eval('[document.getElementById("run-re").value, ' +
+      'document.getElementById("run-re").classList.contains("invalid"), ' +
+      'document.getElementById("filter-error").textContent, quern.selftest().charts.filter(' +
+      '(c) => c.shown).map((c) => c.tag).join()]');
+    check(bad[0] === '(' && bad[1] && bad[2].startsWith('runs: ') && bad[3] === 'loss',
+      'a bad expression in the address is in the box, marked invalid and named', bad);
+
+    // Wall-time ticks over about a second (run0's and run1's 0.19 s, 1 s apart):
+    // clock times with milliseconds.
+    const spage = await browser.open(murl + '#x=wall&tag=^group/tag0$');
+    await spage.eval('quern.flush()');
+    const shortTicks = await ticks(spage, 'group/tag0');
+    check(shortTicks.length > 1 && shortTicks.every((t) => /^\d\d:\d\d:\d\d\.\d{3}$/.test(t)) &&
+      new Set(shortTicks).size === shortTicks.length,
+    'wall-time ticks over about a second read HH:MM:SS.mmm', shortTicks);
+    const labels = await spage.eval('quern.clockLabel && [quern.clockLabel(Date.UTC(2024, 0, 1, 23, 59, 58), ' +
+      '[Date.UTC(2024, 0, 1, 23, 0), Date.UTC(2024, 0, 2, 1, 0)]), quern.clockLabel(' +
+      'Date.UTC(2024, 0, 3), [Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 9)])]');
+    check(JSON.stringify(labels) === JSON.stringify(['01-01 23:59:58', '2024-01-03']),
+      'wall-time ticks over days carry the date', labels);
+
+    // Markdown in text summaries, and a run at the log directory's root.
+    const mdDir = path.join(out, 'notes-logs');
+    const made5 = run(args.helper, ['markdown', mdDir]);
+    const h5 = run(args.board, ['html', mdDir, '-o', path.join(out, 'markdown.html')]);
+    check(made5.status === 0 && h5.status === 0, 'a page of a root run with markdown is ' +
+      'written', [made5.err, h5.err]);
+    const mdurl = 'file://' + path.resolve(path.join(out, 'markdown.html'));
+    const mdpage = await browser.open(mdurl);
+    await mdpage.eval('quern.flush()');
+    await sleep(500); // time for an onerror that should not be there
+    const md = await mdpage.eval('quern.selftest()');
+    const html = ((md.texts[0] || {}).html || [''])[0];
+    check(/<strong>lr<\/strong>/.test(html) && /<em>0\.1<\/em>/.test(html) &&
+      /<table>[\s\S]*<th>a<\/th>[\s\S]*<td>2<\/td>/.test(html),
+    'markdown in a text summary is rendered (bold, emphasis, a table)', html);
+    const pwned = await mdpage.eval('[typeof window.__pwned, document.querySelectorAll(' +
+      '"td.markdown script, td.markdown [onerror]").length]');
+    check(pwned[0] === 'undefined' && pwned[1] === 0 && !/script|onerror/i.test(html),
+      'a <script> or onerror in a text summary does not run (sanitized away)', [pwned, html]);
+    check(JSON.stringify(md.runs.map((r) => r.name)) === '["notes-logs"]',
+      'the run at the log directory\'s root is named after it', md.runs);
+    const buttons = await mdpage.eval('[...document.querySelectorAll(".links button")]' +
+      '.map((b) => b.textContent)');
+    check(JSON.stringify(buttons) === '["notes-logs.csv","notes-logs.json"]',
+      'the root run\'s downloads are named after the log directory', buttons);
+    const mdInspect = run(args.board, ['inspect', mdDir]);
+    const mdExport = run(args.board, ['export', mdDir]);
+    const mdDot = run(args.board, ['export', mdDir, '--run', '.']);
+    check(mdInspect.out.includes('\nRun: notes-logs\n') &&
+      mdExport.out.split('\n')[1].startsWith('notes-logs,loss,0,') &&
+      mdDot.status === 0 && mdDot.out === mdExport.out,
+    'inspect and export name the root run after the log directory (--run . still selects ' +
+      'it)', [mdInspect.out.slice(0, 200), mdExport.out.slice(0, 200), mdDot]);
+    const mdProblems = mdpage.problems().filter((p) =>
+      !/image '[^']*\/x' violates the following Content Security Policy directive: "img-src/
+        .test(p));
+    check(mdProblems.length === 0, 'markdown page: no console error or exception (the ' +
+      'summary\'s image is refused by the page\'s policy)', mdProblems);
   } finally {
     await browser.close();
   }
@@ -705,6 +823,11 @@ async function testServe() {
     const exportCsv = await httpGet(port, '/export.csv?run=train&tag=loss');
     check(exportCsv.body.toString() === run(args.board, ['export', logdir, '--run', 'train',
       '--tag', 'loss']).out, '/export.csv is export\'s text');
+    const exportJson = await httpGet(port, '/export.json?run=train&tag=loss');
+    check(exportJson.status === 200 && /application\/json/.test(
+      exportJson.headers['content-type']) && exportJson.body.toString() === run(args.board,
+      ['export', logdir, '--run', 'train', '--tag', 'loss', '--format', 'json']).out,
+    '/export.json is export --format json\'s text');
     const trainFile = fs.readdirSync(path.join(logdir, 'train'))[0];
     const raw = await httpGet(port, '/logdir/train/' + trainFile);
     check(raw.status === 200 && raw.body.equals(fs.readFileSync(path.join(logdir, 'train',
@@ -790,6 +913,7 @@ async function testServe() {
     if (browser) await browser.close();
     await stopServer(server, 'SIGTERM', 'serve');
   }
+  await testServeEmpty();
   // SIGINT (Ctrl-C) too, with a connection left open.
   const second = startServer(logdir);
   const port2 = await second.port;
@@ -798,6 +922,72 @@ async function testServe() {
   await sleep(200);
   await stopServer(second, 'SIGINT', 'serve with an idle connection');
   idle.destroy();
+}
+
+// serve started on an empty log directory, and on one not made yet: the
+// page says "no runs yet", and runs written after it started appear.
+async function testServeEmpty() {
+  const empty = path.join(args.out, 'empty-logs');
+  fs.mkdirSync(empty, { recursive: true });
+  const server = startServer(empty);
+  let browser = null;
+  try {
+    const port = await server.port;
+    check(true, 'serve starts on an empty log directory (port ' + port + ')');
+    const chromium = chromiumPath();
+    if (!chromium) return;
+    browser = new Browser(chromium, false);
+    const origin = 'http://127.0.0.1:' + port + '/';
+    const page = await browser.open(origin);
+    const shown = await page.eval('[document.getElementById("status").textContent, ' +
+      'document.getElementById("runs").textContent]');
+    check(/no runs yet/.test(shown[0]) && /No runs yet/.test(shown[1]),
+      'the page of an empty log directory says "no runs yet"', shown);
+    const made = run(args.helper, ['big', empty, '1', '2', '10']);
+    check(made.status === 0, 'a run is written after serve started', made.err);
+    let runs = null;
+    try {
+      // The reload interval is 0.3 s: well within 10 s.
+      runs = await page.waitFor('(() => { const r = quern.selftest(); return r.runs.length &&' +
+        ' r.charts.filter((c) => c.shown).length === 2 && r.runs.map((x) => x.name); })()',
+      10000);
+    } catch (e) { /* reported below */ }
+    check(JSON.stringify(runs) === '["run0"]', 'the page shows the run written after serve ' +
+      'started, with its charts', runs);
+    const status = await page.eval('document.getElementById("status").textContent');
+    check(/^1 run/.test(status), 'the status counts it', status);
+    if (runs) await checkAgainstExport(page, args.board, empty, 'serve of a new run');
+    checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'), 'serve empty');
+  } finally {
+    if (browser) await browser.close();
+    await stopServer(server, 'SIGTERM', 'serve of an empty log directory');
+  }
+  // A log directory made after serve started (a root run: named after it).
+  const missing = path.join(args.out, 'later-logs');
+  fs.rmSync(missing, { recursive: true, force: true });
+  const later = startServer(missing);
+  try {
+    const port = await later.port;
+    check(true, 'serve starts on a log directory not made yet (port ' + port + ')');
+    const first = JSON.parse((await httpGet(port, '/data')).body.toString());
+    check(first.runs.length === 0 && first.title === 'later-logs', 'its data has no runs yet',
+      first);
+    check(run(args.helper, ['markdown', missing]).status === 0, 'the log directory is made');
+    let names = null;
+    const end = Date.now() + 10000;
+    while (Date.now() < end) {
+      const d = JSON.parse((await httpGet(port, '/data')).body.toString());
+      if (d.runs.length) { names = d.runs.map((r) => r.name); break; }
+      await sleep(200);
+    }
+    check(JSON.stringify(names) === '["later-logs"]', 'the runs of a log directory made after ' +
+      'serve started are served', names);
+    const file = fs.readdirSync(missing)[0];
+    const raw = await httpGet(port, '/logdir/' + file);
+    check(raw.status === 200, 'its files are served', raw.status);
+  } finally {
+    await stopServer(later, 'SIGTERM', 'serve of a log directory made later');
+  }
 }
 
 // -- flagship --

@@ -184,17 +184,38 @@ TEST_CASE("quern-board export quotes awkward tags in csv and json", "[board]") {
   REQUIRE(!w.close(false));
   auto csv = board("export " + (dir / "logs"), dir.path());
   CHECK(csv.status == 0);
+  // The run at the log directory's root is named after it.
   CHECK(csv.out == "run,tag,step,wall_time,value\n"
-                   ".,\"a,\"\"b\"\"\",1,2,1.5\n"
-                   ".,tab\there,2,2,-0\n");
+                   "logs,\"a,\"\"b\"\"\",1,2,1.5\n"
+                   "logs,tab\there,2,2,-0\n");
   auto json = board("export " + (dir / "logs") + " -f json", dir.path());
   CHECK(json.status == 0);
   CHECK(json.out == "[\n"
-                    "  {\"run\": \".\", \"tag\": \"a,\\\"b\\\"\", \"step\": 1, "
+                    "  {\"run\": \"logs\", \"tag\": \"a,\\\"b\\\"\", \"step\": 1, "
                     "\"wall_time\": 2, \"value\": 1.5},\n"
-                    "  {\"run\": \".\", \"tag\": \"tab\\there\", \"step\": 2, "
+                    "  {\"run\": \"logs\", \"tag\": \"tab\\there\", \"step\": 2, "
                     "\"wall_time\": 2, \"value\": -0}\n"
                     "]\n");
+  // inspect says so too; "." (TensorBoard's name for it) still selects it;
+  // a sub-folder of that name keeps its name and the root run says it is
+  // the root.
+  auto inspect = board("inspect " + (dir / "logs"), dir.path());
+  CHECK(inspect.out.find("\nRun: logs\n") != std::string::npos);
+  auto dot = board("export " + (dir / "logs") + " --run .", dir.path());
+  CHECK(dot.status == 0);
+  CHECK(dot.out == csv.out);
+  auto slash = board("export " + (dir / "logs") + "/", dir.path());
+  CHECK(slash.out == csv.out);
+  std::filesystem::create_directories(dir / "logs/logs");
+  event_file_writer sub;
+  REQUIRE(!sub.create_at(dir / "logs/logs/events.out.tfevents.3.h", 3, false));
+  sub.append(scalar_event{4.0, 1, "x", 1.0f});
+  REQUIRE(!sub.close(false));
+  auto both = board("export " + (dir / "logs"), dir.path());
+  CHECK(both.out == "run,tag,step,wall_time,value\n"
+                    "logs (root),\"a,\"\"b\"\"\",1,2,1.5\n"
+                    "logs (root),tab\there,2,2,-0\n"
+                    "logs,x,1,4,1\n");
 }
 
 namespace {
@@ -307,9 +328,13 @@ TEST_CASE("quern-board has help per command and names a LOGDIR that is a file",
   CHECK(none.status == 1);
   CHECK(none.err.find("No such file or directory") != std::string::npos);
   std::filesystem::create_directories(dir / "empty");
-  auto empty = board("serve " + (dir / "empty"), dir.path());
-  CHECK(empty.status == 1);
-  CHECK(empty.err.find("no event files") != std::string::npos);
+  // An empty log directory is refused by the commands that read it once
+  // (serve starts on it: see "quern-board serve starts on an empty ...").
+  for (auto cmd : {"inspect", "export", "html"}) {
+    auto empty = board(std::string(cmd) + " " + (dir / "empty"), dir.path());
+    CHECK(empty.status == 1);
+    CHECK(empty.err.find("no event files") != std::string::npos);
+  }
   auto port = board("serve " + (dir / "empty") + " --port 70000", dir.path());
   CHECK(port.status == 1);
   CHECK(port.err.find("not a TCP port") != std::string::npos);
@@ -461,6 +486,38 @@ std::string http_get(int port, const std::string& target) {
 }
 
 } // namespace
+
+TEST_CASE("quern-board serve starts on an empty or missing log directory and serves "
+          "runs written later",
+          "[board]") {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "empty");
+  for (auto logdir : {dir / "empty", dir / "missing"}) {
+    served_board srv(logdir);
+    auto first = http_get(srv.port, "/data");
+    CHECK(first.find("HTTP/1.1 200") == 0);
+    CHECK(first.find("\"runs\":[]") != std::string::npos);
+    CHECK(http_get(srv.port, "/").find("HTTP/1.1 200") == 0);
+    std::filesystem::create_directories(logdir + "/run");
+    event_file_writer w;
+    REQUIRE(!w.create_at(logdir + "/run/events.out.tfevents.1.h", 1, false));
+    w.append(scalar_event{2.0, 1, "loss", 0.5f});
+    REQUIRE(!w.close(false));
+    // Scans are at most a second apart (not a timing assertion: bounded
+    // polling for what must come).
+    std::string later;
+    for (int i = 0; i < 100 && later.find("\"name\":\"run\"") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      later = http_get(srv.port, "/data");
+    }
+    CHECK(later.find("\"name\":\"run\"") != std::string::npos);
+    auto json = http_get(srv.port, "/export.json?run=run&tag=loss");
+    CHECK(json.find("application/json") != std::string::npos);
+    CHECK(
+        json.find("{\"run\": \"run\", \"tag\": \"loss\", \"step\": 1, \"wall_time\": 2, "
+                  "\"value\": 0.5}") != std::string::npos);
+  }
+}
 
 TEST_CASE("quern-board serve at its descriptor limit waits instead of spinning",
           "[board]") {

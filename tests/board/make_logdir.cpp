@@ -8,6 +8,9 @@
 //       appends COUNT `loss` scalars from STEP on to an existing event file
 //   quern_test_board_logdir big DIR RUNS TAGS POINTS
 //       RUNS runs of TAGS tags of POINTS points each
+//   quern_test_board_logdir markdown DIR
+//       one run at DIR's root (no sub-folder): a scalar, and a text summary
+//       of markdown (bold, a table) with HTML that must not run in a page
 //   quern_test_board_logdir numbers DIR COUNT
 //       one run of COUNT scalars whose values and wall times are random bit
 //       patterns (every kind of float and double), and so are most steps
@@ -252,6 +255,21 @@ void big(const std::string& dir, int runs, int tags, int points) {
   }
 }
 
+void markdown(const std::string& dir) {
+  double t0 = 1700000000.0;
+  event_file_writer w;
+  check(w.create_at(file_in(dir, t0), t0, false), dir);
+  for (int step = 0; step < 5; ++step)
+    w.append(
+        scalar_event{t0 + 1 + step, step, "loss", static_cast<float>(1.0 / (1 + step))});
+  w.append(summary_at(0, t0 + 1,
+                      text_value("notes",
+                                 "**lr** is *0.1*\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+                                 "<img src=x onerror=\"window.__pwned=1\">"
+                                 "<script>window.__pwned=2</script>")));
+  check(w.close(false), dir);
+}
+
 template <class T, class U>
 T from_bits(U bits) {
   T x;
@@ -290,6 +308,8 @@ int main(int argc, char** argv) {
     full(args[1]);
   } else if (args.size() == 4 && args[0] == "append") {
     append(args[1], std::stoll(args[2]), std::stoll(args[3]));
+  } else if (args.size() == 2 && args[0] == "markdown") {
+    markdown(args[1]);
   } else if (args.size() == 3 && args[0] == "numbers") {
     numbers(args[1], std::stoi(args[2]));
   } else if (args.size() == 5 && args[0] == "big") {
@@ -297,7 +317,7 @@ int main(int argc, char** argv) {
   } else {
     std::cerr
         << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | big DIR "
-           "RUNS TAGS POINTS\n";
+           "RUNS TAGS POINTS | markdown DIR | numbers DIR COUNT\n";
     return 1;
   }
   return 0;

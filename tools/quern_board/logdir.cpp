@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
@@ -458,6 +459,37 @@ void report_damage(const std::vector<run_report>& runs) {
   for (auto& rep : runs)
     for (auto& line : damage_lines(rep))
       std::cerr << "quern-board: " << line << "\n";
+}
+
+std::string logdir_name(const std::string& logdir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::path(logdir), ec);
+  if (ec)
+    p = fs::path(logdir);
+  auto name = p.filename().string();
+  if (name.empty() || name == "." || name == "..")
+    name = p.parent_path().filename().string();
+  return name.empty() ? logdir : name;
+}
+
+caf::expected<std::vector<run_files>> find_board_runs(const std::string& logdir) {
+  auto runs = find_runs(logdir);
+  if (!runs)
+    return runs;
+  auto root = std::find_if(runs->begin(), runs->end(),
+                           [](const run_files& r) { return r.run == "."; });
+  if (root == runs->end())
+    return runs;
+  auto name = logdir_name(logdir);
+  auto taken = [&](const std::string& n) {
+    return std::any_of(runs->begin(), runs->end(),
+                       [&](const run_files& r) { return r.run == n; });
+  };
+  if (taken(name))
+    name += " (root)";
+  root->run = name;
+  return runs;
 }
 
 std::string kind_name(const tag_stats& st) {

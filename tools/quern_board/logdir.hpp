@@ -202,6 +202,15 @@ bool any_damage(const std::vector<run_report>& runs);
 /// Writes damage_lines of every run to stderr.
 void report_damage(const std::vector<run_report>& runs);
 
+/// The log directory's own name: the last part of its path ("logs" for
+/// "runs/logs/" or "./logs"; the canonical path's last part for "." or "..").
+std::string logdir_name(const std::string& logdir);
+
+/// find_runs, with the run at the log directory's root (find_runs calls it
+/// ".") named after the log directory (logdir_name), or that name and
+/// " (root)" when a sub-folder has that name already.
+caf::expected<std::vector<run_files>> find_board_runs(const std::string& logdir);
+
 /// "scalars", "histograms", "images", "tensors" or "text" (plugin "text").
 std::string kind_name(const tag_stats& st);
 

@@ -83,7 +83,9 @@ const std::map<std::string, command_info> commands = {
      {"quern-board serve LOGDIR [--port N] [--reload SECONDS]",
       "Serves the html page on http://127.0.0.1:N/ (only there: it has no\n"
       "authentication); the page asks for new events every --reload seconds.\n"
-      "Routes: / (the page), /data, /export.csv?run=R&tag=T, /logdir/<file>.\n"
+      "Routes: / (the page), /data, /export.csv?run=R&tag=T, /export.json?run=R&tag=T,\n"
+      "/logdir/<file>. An empty or missing LOGDIR is served too: the page shows\n"
+      "runs as they are written.\n"
       "Ctrl-C (SIGINT) or SIGTERM stops it.\n"}},
 };
 
@@ -97,23 +99,11 @@ int usage_error(const std::string& why, const std::string& cmd = "") {
   return exit_usage;
 }
 
-/// The log directory's name for the page title.
-std::string logdir_title(const std::string& logdir) {
-  std::error_code ec;
-  auto p = fs::weakly_canonical(fs::path(logdir), ec);
-  if (ec)
-    p = fs::path(logdir);
-  auto name = p.filename().string();
-  if (name.empty())
-    name = p.parent_path().filename().string();
-  return name.empty() ? logdir : name;
-}
-
 int write_html(const std::string& logdir, const std::vector<quern::run_files>& runs,
                const selection& sel, std::string output) {
   auto reports = read_runs(runs, sel, true);
   page_options opt;
-  opt.title = logdir_title(logdir);
+  opt.title = logdir_name(logdir);
   opt.logdir = logdir;
   auto page = render_page(reports, opt, "static");
   if (output.empty())
@@ -206,7 +196,19 @@ int run(int argc, char** argv) {
   if (cmd == "serve" && !(reload >= 0.1 && reload <= 86400))
     return usage_error("--reload must be between 0.1 and 86400 seconds", cmd);
 
-  auto runs = quern::find_runs(logdir);
+  if (cmd == "serve") {
+    // An empty or missing log directory is served too: the page says "no
+    // runs yet" and shows runs as they are written.
+    serve_options opt;
+    opt.logdir = logdir;
+    opt.port = static_cast<unsigned short>(port);
+    opt.page.title = logdir_name(logdir);
+    opt.page.logdir = logdir;
+    opt.page.live = true;
+    opt.page.reload_ms = static_cast<int>(reload * 1000);
+    return serve(opt);
+  }
+  auto runs = find_board_runs(logdir);
   if (!runs) {
     std::cerr << "quern-board: " << quern::message_of(runs.error()) << "\n";
     return exit_usage;
@@ -218,6 +220,15 @@ int run(int argc, char** argv) {
   }
   selection sel;
   sel.tags.insert(tag_list.begin(), tag_list.end());
+  // The root run is named after the log directory; "." (find_runs' and
+  // TensorBoard's name for it) still selects it.
+  for (auto& r : run_list)
+    for (auto& rf : *runs) {
+      std::error_code ec;
+      if (r == "." && !rf.files.empty() &&
+          fs::equivalent(fs::path(rf.files.front()).parent_path(), logdir, ec))
+        r = rf.run;
+    }
   sel.runs.insert(run_list.begin(), run_list.end());
   for (auto& r : sel.runs) {
     bool known = false;
@@ -237,16 +248,7 @@ int run(int argc, char** argv) {
     report_damage(reports);
     return any_damage(reports) ? exit_damaged : 0;
   }
-  if (cmd == "html")
-    return write_html(logdir, *runs, sel, output);
-  serve_options opt;
-  opt.logdir = logdir;
-  opt.port = static_cast<unsigned short>(port);
-  opt.page.title = logdir_title(logdir);
-  opt.page.logdir = logdir;
-  opt.page.live = true;
-  opt.page.reload_ms = static_cast<int>(reload * 1000);
-  return serve(opt);
+  return write_html(logdir, *runs, sel, output);
 }
 
 int main(int argc, char** argv) {

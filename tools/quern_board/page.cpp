@@ -10,6 +10,8 @@ namespace quern::board {
 namespace embedded {
 extern const char* const dygraph_js;
 extern const char* const dygraph_css;
+extern const char* const marked_js;
+extern const char* const purify_js;
 extern const char* const page_js;
 extern const char* const page_css;
 } // namespace embedded
@@ -342,6 +344,17 @@ std::string render_page_with(const std::string& data, const page_options& opt) {
   out += "</script>\n<script>\n";
   out += embedded::dygraph_js;
   out += "\n</script>\n<script>\n";
+  out += embedded::marked_js;
+  out += "\n</script>\n<script>\n";
+  // Debian's node-dompurify 2.4.1+dfsg-2+deb12u1 (its fix for deep nesting)
+  // reads an undeclared `shadowNode` in sanitize(), which throws a
+  // ReferenceError for any text with a '<'. Declared here, around the
+  // library, with no depth, that stray check does nothing; the nesting
+  // checks of its node loop still act (and the page appends the sanitized
+  // nodes, never parsing them again).
+  out += "(function () {\nvar shadowNode = {};\n";
+  out += embedded::purify_js;
+  out += "\n}).call(window);\n</script>\n<script>\n";
   out += embedded::page_js;
   out += "\n</script>\n</body>\n</html>\n";
   return out;

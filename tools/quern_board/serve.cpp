@@ -56,7 +56,12 @@ public:
     auto now = std::chrono::steady_clock::now();
     if (!force && scanned_ && now - last_scan_ < rescan_)
       return {};
-    auto runs = find_runs(opt_.logdir);
+    // A log directory not made yet has no runs yet (it is looked for again
+    // at the next scan); anything else that cannot be read is an error.
+    std::error_code ec;
+    auto runs = !fs::exists(opt_.logdir, ec) && !ec
+                    ? caf::expected<std::vector<run_files>>{std::vector<run_files>{}}
+                    : find_board_runs(opt_.logdir);
     last_scan_ = std::chrono::steady_clock::now();
     if (!runs)
       return runs.error();
@@ -334,9 +339,10 @@ reply handle(server& srv, const http::request<Body>& req) {
       return text_response(http::status::no_content, v, "");
     return text_response(http::status::ok, v, *body, "application/json");
   }
-  if (path == "/export.csv") {
-    // The same text as `quern-board export LOGDIR [--run R] [--tag T]`,
-    // written row by row as the files are read, on its own thread.
+  if (path == "/export.csv" || path == "/export.json") {
+    // The same text as `quern-board export LOGDIR [--run R] [--tag T]
+    // [--format json]`, written row by row as the files are read, on its own
+    // thread.
     if (auto err = srv.cache.refresh())
       return error_response(http::status::service_unavailable, v, message_of(err));
     selection sel;
@@ -345,14 +351,19 @@ reply handle(server& srv, const http::request<Body>& req) {
     if (params.count("tag"))
       sel.tags.insert(params["tag"]);
     auto runs = srv.cache.runs();
-    return stream_job{"text/csv; charset=utf-8", [runs, sel](std::ostream& out) {
-                        write_export(out, *runs, sel, false);
-                      }};
+    bool json = path == "/export.json";
+    return stream_job{
+        json ? "application/json" : "text/csv; charset=utf-8",
+        [runs, sel, json](std::ostream& out) { write_export(out, *runs, sel, json); }};
   }
   const std::string files_prefix = "/logdir/";
   if (path.compare(0, files_prefix.size(), files_prefix) == 0) {
     // A file of the log directory, as it is on disk; nothing outside it.
     std::error_code ec;
+    if (srv.root.empty()) // a log directory made after serve started
+      srv.root = fs::canonical(srv.opt.logdir, ec);
+    if (srv.root.empty())
+      return error_response(http::status::not_found, v, "no such file in LOGDIR");
     auto wanted = fs::weakly_canonical(srv.root / path.substr(files_prefix.size()), ec);
     auto rel = wanted.lexically_relative(srv.root);
     if (ec || rel.empty() || *rel.begin() == "..")

@@ -19,6 +19,10 @@
     outliers: true,
     runRegex: '',
     tagRegex: '',
+    // The filters as typed (a bad expression stays here, shown as invalid,
+    // while the last good one filters).
+    runText: '',
+    tagText: '',
     hidden: new Set(),
   };
   let data = null;
@@ -280,6 +284,27 @@
     return lines.join('\n') + '\n';
   }
 
+  // json_string of tools/quern_board/text.cpp: the same escapes.
+  function jsonString(s) {
+    return '"' + s.replace(/["\\\n\r\t<\u0000-\u001f]/g, (c) => c === '"' ? '\\"' :
+      c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' :
+        '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) + '"';
+  }
+
+  // `quern-board export --format json` of one series.
+  function seriesJson(s) {
+    const head = '{"run": ' + jsonString(model.runs[s.run].name) + ', "tag": ' +
+      jsonString(s.tag) + ', "step": ';
+    const items = [];
+    for (let i = 0; i < s.n; i++) {
+      const w = s.walls[i], v = s.values[i];
+      items.push(head + s.stepText(i) + ', "wall_time": ' +
+        (Number.isFinite(w) ? formatWall(w) : 'null') + ', "value": ' +
+        (Number.isFinite(v) ? formatValue(v) : 'null') + '}');
+    }
+    return items.length ? '[\n  ' + items.join(',\n  ') + '\n]\n' : '[]\n';
+  }
+
   // -- the model --
 
   // A run keeps its colour for the life of the page: by run order at first,
@@ -474,7 +499,8 @@
 
   function download(name, text) {
     const a = document.createElement('a');
-    a.href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+    a.href = URL.createObjectURL(new Blob([text], { type: name.endsWith('.json') ?
+      'application/json' : 'text/csv' }));
     a.download = name;
     document.body.appendChild(a);
     a.click();
@@ -486,10 +512,31 @@
       'wall time';
   }
 
-  // Wall time: milliseconds on a date axis; step and relative: numbers.
+  // A wall-time tick (milliseconds, UTC) as a clock time: HH:MM:SS, with
+  // milliseconds when the ticks are under a second apart (dygraphs'
+  // granularity; without one, when the axis spans under 5 s), with the
+  // date when the axis crosses midnight, the date alone for ticks days apart.
+  function clockLabel(ms, range, gran) {
+    const G = Dygraph.Granularity;
+    const iso = new Date(ms).toISOString();
+    const span = range[1] - range[0];
+    const day = (t) => new Date(t).toISOString().slice(0, 10);
+    const daily = gran !== undefined ? gran >= G.DAILY : span >= 3 * 86400000;
+    if (daily)
+      return iso.slice(11, 19) === '00:00:00' ? iso.slice(0, 10) :
+        iso.slice(5, 10) + ' ' + iso.slice(11, 16);
+    const withMs = gran !== undefined ? gran < G.SECONDLY : span < 5000;
+    const time = withMs ? iso.slice(11, 23) : iso.slice(11, 19);
+    return day(range[0]) !== day(range[1]) ? iso.slice(5, 10) + ' ' + time : time;
+  }
+  quern.clockLabel = clockLabel;
+
+  // Wall time: milliseconds on a date axis (dygraphs' date ticks, labelled
+  // as clock times); step and relative: numbers.
   function xAxisOptions() {
     if (state.x === 'wall')
-      return { ticker: Dygraph.dateTicker, axisLabelFormatter: Dygraph.dateAxisLabelFormatter,
+      return { ticker: Dygraph.dateTicker, pixelsPerLabel: 110, axisLabelWidth: 100,
+        axisLabelFormatter: (d, gran, opts, g) => clockLabel(d.getTime(), g.xAxisRange(), gran),
         valueFormatter: (ms) => isoTime(ms / 1000) };
     return { ticker: Dygraph.numericTicks, axisLabelFormatter: (v) => fmt(v),
       valueFormatter: (v) => fmt(v) };
@@ -524,29 +571,33 @@
       card.g = new Dygraph(card.plot, d.rows, options);
     }
     if (quern.firstChartMs === null) quern.firstChartMs = performance.now();
-    // The download links: one CSV per run, as `quern-board export` writes it.
+    // The download links: per run, CSV and JSON as `quern-board export`
+    // (--format json) writes them.
     card.links.innerHTML = '';
     for (const s of d.series) {
       const name = model.runs[s.run].name;
-      if (s.total > s.n && data.live) {
-        // A thinned series: all its points come from the server.
-        const a = document.createElement('a');
-        a.textContent = name + '.csv';
-        a.href = 'export.csv?run=' + encodeURIComponent(name) + '&tag=' +
-          encodeURIComponent(tag);
-        a.title = s.total + ' points (the chart shows ' + s.n + ')';
+      for (const [ext, make, flag] of [['csv', seriesCsv, ''],
+        ['json', seriesJson, ' --format json']]) {
+        if (s.total > s.n && data.live) {
+          // A thinned series: all its points come from the server.
+          const a = document.createElement('a');
+          a.textContent = name + '.' + ext;
+          a.href = 'export.' + ext + '?run=' + encodeURIComponent(name) + '&tag=' +
+            encodeURIComponent(tag);
+          a.title = s.total + ' points (the chart shows ' + s.n + ')';
+          card.links.appendChild(a);
+          continue;
+        }
+        const a = document.createElement('button');
+        a.textContent = name + '.' + ext + (s.total > s.n ? ' (' + s.n + ' of ' + s.total +
+          ' points)' : '');
+        const cmd = 'quern-board export LOGDIR --run ' + name + ' --tag ' + tag + flag;
+        a.title = s.total > s.n ? 'the points kept: each bucket\'s first, lowest, highest ' +
+          'and last; ' + cmd + ' has all' : cmd;
+        a.onclick = () => download('run-' + name.replace(/[^\w.-]+/g, '_') + '-tag-' +
+          tag.replace(/[^\w.-]+/g, '_') + '.' + ext, make(s));
         card.links.appendChild(a);
-        continue;
       }
-      const a = document.createElement('button');
-      a.textContent = name + '.csv' + (s.total > s.n ? ' (' + s.n + ' of ' + s.total +
-        ' points)' : '');
-      a.title = s.total > s.n ? 'the points kept: each bucket\'s first, lowest, highest ' +
-        'and last; quern-board export LOGDIR --run ' + name + ' --tag ' + tag + ' has all'
-        : 'quern-board export LOGDIR --run ' + name + ' --tag ' + tag;
-      a.onclick = () => download('run-' + model.runs[s.run].name.replace(/[^\w.-]+/g, '_') +
-        '-tag-' + tag.replace(/[^\w.-]+/g, '_') + '.csv', seriesCsv(s));
-      card.links.appendChild(a);
     }
   }
 
@@ -580,18 +631,42 @@
     card.div.style.display = card.gs.length ? '' : 'none';
   }
 
+  // A text summary as TensorBoard shows it: markdown (GitHub's, tables
+  // included) rendered by marked, then sanitized by DOMPurify so that no
+  // HTML or script of a summary runs.
+  function markdown(text) {
+    const html = marked.parse(text, { gfm: true, headerIds: false, mangle: false });
+    // A DOM fragment, appended as it is: never parsed again as HTML.
+    return DOMPurify.sanitize(html, { USE_PROFILES: { html: true },
+      RETURN_DOM_FRAGMENT: true });
+  }
+
   function drawTextCard(tag, card) {
-    const rows = [];
+    card.body.innerHTML = '';
+    const table = el('table', 'text');
+    const head = table.insertRow();
+    for (const h of ['run', 'step', 'text']) head.appendChild(el('th', '', h));
+    let rows = 0;
     for (const t of model.texts.get(tag)) {
       if (!runVisible(t.run)) continue;
       const run = model.runs[t.run];
-      for (const p of t.points)
-        rows.push('<tr><td><span class="swatch" style="background:' + run.color + '"></span>' +
-          esc(run.name) + '</td><td>' + p[0] + '</td><td><pre>' + esc(p[2]) + '</pre></td></tr>');
+      for (const p of t.points) {
+        const tr = table.insertRow();
+        tr.className = 'textrow';
+        const who = tr.insertCell();
+        const swatch = el('span', 'swatch');
+        swatch.style.background = run.color;
+        who.appendChild(swatch);
+        who.appendChild(document.createTextNode(run.name));
+        tr.insertCell().textContent = String(p[0]);
+        const cell = tr.insertCell();
+        cell.className = 'markdown';
+        cell.appendChild(markdown(p[2]));
+        rows++;
+      }
     }
-    card.body.innerHTML = rows.length ? '<table class="text"><tr><th>run</th><th>step</th>' +
-      '<th>text</th></tr>' + rows.join('') + '</table>' : '';
-    card.div.style.display = rows.length ? '' : 'none';
+    if (rows) card.body.appendChild(table);
+    card.div.style.display = rows ? '' : 'none';
   }
 
   function drawImageCard(tag, card) {
@@ -727,6 +802,13 @@
 
   function buildRuns() {
     const div = document.getElementById('runs');
+    if (!model.runs.length) {
+      div.innerHTML = '<p class="empty">No runs yet: runs written under the log directory ' +
+        (data.live ? 'appear here as they are written.' : 'appear on the page made after.') +
+        '</p>';
+      showStatus();
+      return;
+    }
     const rows = model.runs.map((r, i) => {
       const points = [...model.byTag.values()].flat().filter((s) => s.run === i)
         .reduce((a, s) => a + s.total, 0);
@@ -745,6 +827,7 @@
       cb.onchange = () => {
         const name = model.runs[Number(cb.dataset.i)].name;
         if (cb.checked) state.hidden.delete(name); else state.hidden.add(name);
+        writeFragment();
         drawAll();
       };
     showStatus();
@@ -752,9 +835,9 @@
 
   function showStatus() {
     const bad = model.runs.filter((r) => r.problems.length).length;
-    document.getElementById('status').textContent = model.runs.length + ' run' +
-      (model.runs.length === 1 ? '' : 's') + (bad ? ', ' + bad + ' with problems' : '') +
-      (data.live ? ' - live' : '');
+    document.getElementById('status').textContent = (model.runs.length ?
+      model.runs.length + ' run' + (model.runs.length === 1 ? '' : 's') : 'no runs yet') +
+      (bad ? ', ' + bad + ' with problems' : '') + (data.live ? ' - live' : '');
   }
 
   function buildControls() {
@@ -771,50 +854,84 @@
       '<label><input id="outliers" type="checkbox"> ignore outliers</label>' +
       '<span id="filter-error"></span>';
     const $ = (id) => document.getElementById(id);
-    $('run-re').value = state.runRegex;
-    $('tag-re').value = state.tagRegex;
+    $('run-re').value = state.runText;
+    $('tag-re').value = state.tagText;
     $('smoothing').value = state.smoothing;
     $('smoothing-n').value = state.smoothing;
     $('x-axis').value = state.x;
     $('log-y').checked = state.log;
     $('outliers').checked = state.outliers;
-    const filters = () => {
-      const r = compile($('run-re').value), t = compile($('tag-re').value);
+    // A bad expression (typed, or from the address) is marked and named;
+    // the last good one goes on filtering. Either way the address follows.
+    const filters = (initial) => {
+      state.runText = $('run-re').value;
+      state.tagText = $('tag-re').value;
+      const r = compile(state.runText), t = compile(state.tagText);
+      $('run-re').classList.toggle('invalid', !!r.error);
+      $('tag-re').classList.toggle('invalid', !!t.error);
       $('filter-error').textContent = r.error ? 'runs: ' + r.error : t.error ? 'tags: ' +
         t.error : '';
-      if (r.error || t.error) return;
-      state.runRegex = $('run-re').value;
-      state.tagRegex = $('tag-re').value;
-      drawAll();
+      if (!initial) writeFragment();
+      if (!r.error) state.runRegex = state.runText;
+      if (!t.error) state.tagRegex = state.tagText;
+      if (!initial && !r.error && !t.error) drawAll();
     };
-    $('run-re').oninput = filters;
-    $('tag-re').oninput = filters;
+    $('run-re').oninput = () => filters(false);
+    $('tag-re').oninput = () => filters(false);
     const setSmoothing = (v) => {
       const w = Math.min(Math.max(Number(v) || 0, 0), 0.999);
       state.smoothing = w;
       $('smoothing').value = w;
       $('smoothing-n').value = w;
+      writeFragment();
       drawAll();
     };
     $('smoothing').oninput = () => setSmoothing($('smoothing').value);
     $('smoothing-n').onchange = () => setSmoothing($('smoothing-n').value);
-    $('x-axis').onchange = () => { state.x = $('x-axis').value; drawAll(); };
-    $('log-y').onchange = () => { state.log = $('log-y').checked; drawAll(); };
-    $('outliers').onchange = () => { state.outliers = $('outliers').checked; drawAll(); };
+    const changed = (f) => () => { f(); writeFragment(); drawAll(); };
+    $('x-axis').onchange = changed(() => { state.x = $('x-axis').value; });
+    $('log-y').onchange = changed(() => { state.log = $('log-y').checked; });
+    $('outliers').onchange = changed(() => { state.outliers = $('outliers').checked; });
+    filters(true);
   }
 
-  // Settings from the address's fragment: #smoothing=0.9&x=relative&log=1&
-  // outliers=0&run=REGEX&tag=REGEX (links to a view; used by the tests).
+  // The view in the address's fragment: #smoothing=0.9&x=relative&log=1&
+  // outliers=0&run=REGEX&tag=REGEX&hide=RUN&hide=RUN (what differs from the
+  // defaults). Every change of the view rewrites it (a link to the view);
+  // loading it restores the view, a bad expression shown as a typed one.
   function readFragment() {
     const params = new URLSearchParams(location.hash.slice(1));
+    Object.assign(state, { smoothing: TB_DEFAULT_SMOOTHING, x: 'step', log: false,
+      outliers: true, runRegex: '', tagRegex: '', runText: '', tagText: '' });
+    state.hidden.clear();
     if (params.has('smoothing')) state.smoothing = Math.min(Math.max(
       Number(params.get('smoothing')) || 0, 0), 0.999);
     if (['step', 'relative', 'wall'].includes(params.get('x'))) state.x = params.get('x');
     if (params.has('log')) state.log = params.get('log') === '1';
     if (params.has('outliers')) state.outliers = params.get('outliers') !== '0';
-    if (params.has('run') && !compile(params.get('run')).error) state.runRegex = params.get('run');
-    if (params.has('tag') && !compile(params.get('tag')).error) state.tagRegex = params.get('tag');
+    if (params.has('run')) state.runText = params.get('run');
+    if (params.has('tag')) state.tagText = params.get('tag');
+    for (const name of params.getAll('hide')) state.hidden.add(name);
     return { selftest: params.has('selftest'), bench: params.has('bench') };
+  }
+
+  function writeFragment() {
+    const params = new URLSearchParams();
+    if (state.smoothing !== TB_DEFAULT_SMOOTHING) params.set('smoothing', state.smoothing);
+    if (state.x !== 'step') params.set('x', state.x);
+    if (state.log) params.set('log', '1');
+    if (!state.outliers) params.set('outliers', '0');
+    if (state.runText) params.set('run', state.runText);
+    if (state.tagText) params.set('tag', state.tagText);
+    for (const name of [...state.hidden].sort()) params.append('hide', name);
+    const hash = params.toString();
+    if (hash === location.hash.slice(1)) return;
+    const url = location.href.replace(/#.*$/, '') + (hash ? '#' + hash : '');
+    try {
+      history.replaceState(history.state, '', url);
+    } catch (e) {
+      location.replace(hash ? '#' + hash : '#');
+    }
   }
 
   // -- what the tests read back --
@@ -847,6 +964,10 @@
   quern.csv = (run, tag) => {
     const s = (model.byTag.get(tag) || []).find((x) => model.runs[x.run].name === run);
     return s ? seriesCsv(s) : null;
+  };
+  quern.json = (run, tag) => {
+    const s = (model.byTag.get(tag) || []).find((x) => model.runs[x.run].name === run);
+    return s ? seriesJson(s) : null;
   };
   quern.formatValue = formatValue;
   quern.yExtent = (ys) => yExtent([Float64Array.from(ys)], true, false);
@@ -886,7 +1007,8 @@
       } else if (card.kind === 'histograms') {
         out.histograms.push({ tag: card.tag, shown, charts: (card.gs || []).length });
       } else if (card.kind === 'texts') {
-        out.texts.push({ tag: card.tag, shown, rows: card.body.querySelectorAll('tr').length - 1 });
+        out.texts.push({ tag: card.tag, shown, rows: card.body.querySelectorAll('tr.textrow').length,
+          html: [...card.body.querySelectorAll('td.markdown')].map((c) => c.innerHTML) });
       } else {
         out.images.push({ tag: card.tag, shown, images: card.body.querySelectorAll('img').length });
       }
@@ -971,6 +1093,13 @@
   const flags = readFragment();
   buildControls();
   load(JSON.parse(document.getElementById('quern-data').textContent));
+  // An address edited by hand (or a link followed within the page).
+  window.addEventListener('hashchange', () => {
+    readFragment();
+    buildControls();
+    buildRuns();
+    drawAll();
+  });
   if (flags.bench) {
     // Every chart drawn, then how long the page takes to answer a change
     // of smoothing and a run filter on this data (bench_board reads these).
