@@ -102,7 +102,13 @@ public:
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
-          if (feeders_.update(declared, started, timeout))
+          // Runners declared by an actor are its own, forgotten when it goes
+          // down (a relay of a lost process); an anonymous declaration (a
+          // runner of this process) is kept until it is dropped.
+          auto sender = caf::actor_cast<caf::actor_addr>(current_sender());
+          if (declared != 0)
+            watch(sender);
+          if (feeders_.update(sender, declared, started, timeout))
             last_feeder_ended();
         },
         [this](detail::starving_atom, caf::timespan limit) {
