@@ -51,7 +51,9 @@ using pull_atom = caf::atom_constant<caf::atom("pull")>;
 /// data, cancelled after unpull).
 using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to
-/// the front of the queue.
+/// the front of the queue. Only as many as the queue handed to the sender
+/// (answers to its dequeues and pulls, less what it gave back): the excess
+/// is refused, and said so on stderr.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
 /// consumer -> queue: (taken, n) the consumer is done with the first n
 /// units (rows, or batches) its pulls received, counted from its first pull:

@@ -204,9 +204,14 @@ private:
 
   // Validated like an enqueue: a row that does not fit the spec would break
   // the storage (a shuffle or priority queue) or reach a consumer malformed.
-  // The rows that fit go back; the others are refused and said so, and the
+  // And only rows the queue handed to this client come back: a client may
+  // give back at most the rows answered to its dequeues and pulls that it
+  // has not given back yet (a counter per client), so that nobody fills a
+  // queue past its capacity this way. The rows that fit go back, the first
+  // of them up to that count; the others are refused and said so, and the
   // queue goes on serving.
   void give_back(std::vector<element>& rows) {
+    auto client = caf::actor_cast<caf::actor_addr>(current_sender());
     detail::row_list list;
     size_t refused = 0;
     std::string first_error;
@@ -219,11 +224,23 @@ private:
           first_error = ex.what();
       }
     }
+    const auto& name = core_.spec().resource_name;
     if (refused > 0)
-      std::cerr << "quern: " << core_.spec().resource_name << " refused " << refused
-                << " of " << rows.size()
+      std::cerr << "quern: " << name << " refused " << refused << " of " << rows.size()
                 << " rows given back that do not fit it: " << first_error << '\n';
-    core_.give_back(std::move(list));
+    auto owed = core_.handed_to_client(client);
+    if (list.size() > owed) {
+      std::cerr << "quern: " << name << " refused " << list.size() - owed << " of "
+                << rows.size() << " rows given back by "
+                << (client ? "a client" : "an anonymous sender") << " it had handed only "
+                << owed
+                << " rows not given back yet (give_back returns rows a consumer "
+                   "received from this queue)\n";
+      detail::row_list kept;
+      list.move_front(owed, kept);
+      list = std::move(kept);
+    }
+    core_.give_back(client, std::move(list));
   }
 
   // A streamed push: rows (or one batch) as one enqueue attempt, answered
