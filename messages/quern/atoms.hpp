@@ -51,7 +51,9 @@ using pull_atom = caf::atom_constant<caf::atom("pull")>;
 /// data, cancelled after unpull).
 using pulled_atom = caf::atom_constant<caf::atom("pulled")>;
 /// consumer -> queue: rows it received but will not take; they go back to
-/// the front of the queue.
+/// the front of the queue. Only as many as the queue handed to the sender
+/// (answers to its dequeues and pulls, less what it gave back): the excess
+/// is refused, and said so on stderr.
 using give_back_atom = caf::atom_constant<caf::atom("give_back")>;
 /// consumer -> queue: (taken, n) the consumer is done with the first n
 /// units (rows, or batches) its pulls received, counted from its first pull:
@@ -77,7 +79,10 @@ using unpush_atom = caf::atom_constant<caf::atom("unpush")>;
 /// +1, at each start) or ended (started -1). While the queue has runners
 /// none of which ever started, a dequeue or pull that waited `timeout` (the
 /// shortest declared) fails with failed_precondition instead of waiting
-/// forever, as TensorFlow would.
+/// forever, as TensorFlow would. Runners made are counted per sender (a
+/// local runner's handle sends anonymously) and forgotten when the sender
+/// goes down: a runner of another process speaks through its queue's
+/// endpoint, whose relay at the queue ends when that process is lost.
 using feeder_atom = caf::atom_constant<caf::atom("feeder")>;
 
 // -- internal to an actor: a deadline of one pending attempt expired --

@@ -71,7 +71,8 @@ using strict_queue_actor = caf::typed_actor<
 ///                  of it); error out_of_range ends the demand at the end of
 ///                  data, cancelled after unpull.
 ///   give_back(rows) rows a consumer received and will not take; they return
-///                  to the front of the queue in order.
+///                  to the front of the queue in order, at most as many as
+///                  the queue handed to the sender and it did not give back.
 ///   unpull()       withdraws the sender's pending pulls and dequeues: each
 ///                  is answered pulled(none, cancelled) or a cancelled error,
 ///                  and the rows it held go back to the queue (a consumer

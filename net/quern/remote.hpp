@@ -50,7 +50,10 @@ namespace quern {
 //    never returns for an infinity); the node's lookup of summary writers.
 // 7: enqueue_keyed and producer_mark, for producers that retry (batch_key);
 //    push_batch carries several batches.
-constexpr uint32_t wire_version = 7;
+// 8: a queue runner's feeder messages come from the endpoint of its queue
+//    (anonymous ones from a peer are refused), and a queue takes back
+//    (give_back) only rows it handed to the sender.
+constexpr uint32_t wire_version = 8;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

@@ -65,6 +65,13 @@ struct dequeue_receipts {
 
 struct queue_endpoint_state : endpoint_state<remote_queue_actor> {
   dequeue_receipts receipts;
+  // Rows each caller was answered through this endpoint's dequeues and has
+  // not given back through it. The queue takes back only rows it handed to
+  // the sender of a give_back (queue_actor.cpp), and it handed these to this
+  // endpoint's relay: a caller gives them back as this endpoint (an async
+  // run's sources, run.cpp), the rest (what its pulls brought, through its
+  // own relay) with its sender kept.
+  std::unordered_map<caf::actor_addr, int64_t> dequeued;
   // Its consumers confirm what they take (receipts.hpp, confirms_taking).
   static inline const char* name = detail::remote_queue_endpoint_name;
 };
@@ -148,18 +155,30 @@ void caller_moved_on(endpoint_ptr self, const caf::actor_addr& caller) {
     self->send(self->state.remote, taken_atom::value, n);
 }
 
+// The rows of a dequeue's answer: one row, or a batch's.
+int64_t rows_in(const element& x, bool batch) {
+  if (!batch)
+    return 1;
+  if (x.components.empty() || x.components[0].shape().rank() == 0)
+    return 0;
+  return x.components[0].dim0();
+}
+
 // A dequeue of a remote queue: what the caller was handed before is taken,
 // and this answer is counted when it comes. A caller is watched from its
 // first answer, so that one that never calls again (a handle made for one
 // dequeue) confirms what it got when it ends instead of holding back the
 // others' confirmations for good.
 template <class... Ts>
-caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, Ts... xs) {
+caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, bool batch,
+                                                   Ts... xs) {
   auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
   caller_moved_on(self, caller);
   return relay_then<element>(
       self,
-      [self, caller](element&) {
+      [self, caller, batch](element& x) {
+        if (caller)
+          self->state.dequeued[caller] += rows_in(x, batch);
         auto& receipts = self->state.receipts;
         receipts.arrived_for(caller);
         if (!receipts.watched.insert(caller).second)
@@ -168,6 +187,8 @@ caf::typed_response_promise<element> relay_dequeue(endpoint_ptr self, Ts... xs) 
           self->monitor(alive);
         } else { // gone already: no down message will come
           receipts.watched.erase(caller);
+          if (caller) // (caf::actor_addr's hash dereferences it)
+            self->state.dequeued.erase(caller);
           caller_moved_on(self, caller);
         }
       },
@@ -182,8 +203,33 @@ void other_down(Self, const caf::down_msg&) {
 }
 
 void other_down(endpoint_ptr self, const caf::down_msg& dm) {
+  if (dm.source)
+    self->state.dequeued.erase(dm.source);
   if (self->state.receipts.watched.erase(dm.source) > 0)
     caller_moved_on(self, dm.source);
+}
+
+// A caller gives back rows: as many as it was answered through this
+// endpoint's dequeues go as this endpoint, first; the rest with their
+// sender kept (rows its pulls brought, which its own relay at the queue was
+// handed). Rows given back are done with: its answers are confirmed.
+caf::result<void> give_back_rows(endpoint_ptr self, give_back_atom a,
+                                 std::vector<element>& rows) {
+  auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  auto i = caller ? self->state.dequeued.find(caller) : self->state.dequeued.end();
+  if (i == self->state.dequeued.end() || rows.empty())
+    return self->delegate(self->state.remote, a, std::move(rows));
+  auto mine = std::min<int64_t>(i->second, static_cast<int64_t>(rows.size()));
+  i->second -= mine;
+  if (i->second == 0)
+    self->state.dequeued.erase(i);
+  std::vector<element> rest(rows.begin() + mine, rows.end());
+  rows.resize(static_cast<size_t>(mine));
+  self->send(self->state.remote, a, std::move(rows));
+  caller_moved_on(self, caller);
+  if (rest.empty())
+    return caf::result<void>{};
+  return self->delegate(self->state.remote, a, std::move(rest));
 }
 
 // An endpoint whose remote_node is destroyed ends (a queue's confirms its
@@ -288,8 +334,17 @@ endpoint_behavior(endpoint_ptr self, remote_queue_actor remote, std::string what
     if constexpr (tag_t::how == passage::ask)
       return relay<typename tag_t::result>(self, a, std::move(xs)...);
     else if constexpr (tag_t::how == passage::dequeue)
-      return relay_dequeue(self, a, xs...);
-    else
+      return relay_dequeue(self, answers_batch<decltype(a)>, a, xs...);
+    else if constexpr (std::is_same_v<decltype(a), give_back_atom>)
+      return give_back_rows(self, a, xs...);
+    else if constexpr (std::is_same_v<decltype(a), feeder_atom>) {
+      // A queue runner's feeder messages (sent anonymously by its handle,
+      // or by start()'s caller) go as this endpoint: its relay at the queue
+      // ends when this process is lost, and the queue then forgets the
+      // runners it declared (queues/src/feeders.hpp).
+      self->send(self->state.remote, a, std::move(xs)...);
+      return caf::result<void>{};
+    } else
       return self->delegate(self->state.remote, a, std::move(xs)...);
   });
 }

@@ -195,6 +195,18 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       book->taken(xs...);
       return caf::result<void>{};
     } else {
+      if constexpr (std::is_same_v<decltype(a), feeder_atom>) {
+        // The queue keeps a runner's declaration until its sender goes
+        // down; this relay of an anonymous sender never does. A peer's
+        // runner speaks through its endpoint, which sends as itself.
+        if (!client) {
+          std::cerr << "quern: " << detail::exit_watch::name_of(q.address())
+                    << " refused a feeder message of another process without a "
+                       "sender: a queue runner's declaration must come from an "
+                       "actor of its process (its queue's endpoint)\n";
+          return caf::result<void>{};
+        }
+      }
       if constexpr (tag_t::how == passage::pull)
         book->pulling(xs...);
       // Streamed: sent as this relay, so the queue answers it (below). A

@@ -59,6 +59,7 @@ progress dequeue_attempt::serve(queue_core& q) {
   // in one answer, so a consumer that keeps demand granted wakes once per
   // burst rather than once per batch.
   std::vector<element> ready;
+  int64_t rows_out = 0; // rows of `ready`, counted as handed to the client
   caf::error end;
   bool progressed = false;
   while (want.count > 0) {
@@ -72,11 +73,13 @@ progress dequeue_attempt::serve(queue_core& q) {
       want.count = 0;
       break;
     }
+    rows_out += held.size();
     emit(q, ready);
     --want.count;
   }
   if (!ready.empty() || end)
     done.deliver_pulled(q.self(), std::move(ready), std::move(end));
+  q.handed_to(client, rows_out);
   if (want.count == 0)
     return progress::complete;
   return progressed ? progress::partial : progress::none;

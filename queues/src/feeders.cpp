@@ -6,8 +6,17 @@
 
 namespace quern::detail {
 
-bool feeders::update(int32_t declared, int32_t started, caf::timespan timeout) {
-  declared_ = std::max(declared_ + declared, 0);
+bool feeders::update(const caf::actor_addr& sender, int32_t declared, int32_t started,
+                     caf::timespan timeout) {
+  if (declared != 0) {
+    // (caf::actor_addr's hash dereferences it: no null key.)
+    auto& mine = sender ? declared_by_[sender] : declared_anonymously_;
+    auto now = std::max<int64_t>(mine + declared, 0);
+    declared_ += now - mine;
+    mine = now;
+    if (sender && mine == 0)
+      declared_by_.erase(sender);
+  }
   if (declared > 0)
     starvation_timeout_ = std::min(starvation_timeout_, timeout);
   if (started > 0)
@@ -75,6 +84,10 @@ std::vector<uint64_t> feeders::take_overdue() {
 
 void feeders::client_down(const caf::actor_addr& client) {
   watches_.erase(client);
+  if (auto i = declared_by_.find(client); i != declared_by_.end()) {
+    declared_ -= i->second;
+    declared_by_.erase(i);
+  }
 }
 
 } // namespace quern::detail

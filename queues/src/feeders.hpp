@@ -22,10 +22,15 @@ namespace quern::detail {
 
 class feeders {
 public:
-  /// feeder(declared, started, timeout): runners made (+1) or dropped
-  /// unstarted (-1); runners started (+1) or ended (-1). Returns true when
-  /// this message ended the last running runner of the queue.
-  bool update(int32_t declared, int32_t started, caf::timespan timeout);
+  /// feeder(declared, started, timeout) from `sender`: runners made (+1)
+  /// or dropped unstarted (-1); runners started (+1) or ended (-1). The
+  /// runners made are counted per sender (null: an anonymous one, a local
+  /// runner's), which cannot drop those of another; a sender's count is
+  /// forgotten when it goes down (client_down): the relay of a runner of
+  /// another process ends when that process is lost. Returns true when this
+  /// message ended the last running runner of the queue.
+  bool update(const caf::actor_addr& sender, int32_t declared, int32_t started,
+              caf::timespan timeout);
 
   /// Runners were made for the queue and none was ever started.
   bool never_started() const { return declared_ > 0 && !ever_started_; }
@@ -52,10 +57,15 @@ public:
   std::optional<caf::error> due(uint64_t id, bool watched, const std::string& queue);
   /// The overdue attempts (some may have completed since), forgotten.
   std::vector<uint64_t> take_overdue();
+  /// `client` went down: its watch, and the runners it declared, are
+  /// forgotten.
   void client_down(const caf::actor_addr& client);
 
 private:
-  int32_t declared_ = 0;
+  /// The runners made and not dropped, in all (declared_) and by sender.
+  int64_t declared_ = 0;
+  int64_t declared_anonymously_ = 0;
+  std::unordered_map<caf::actor_addr, int64_t> declared_by_;
   bool ever_started_ = false;
   int32_t live_ = 0;
   caf::timespan starvation_timeout_ = caf::timespan::max();

@@ -102,7 +102,13 @@ public:
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
-          if (feeders_.update(declared, started, timeout))
+          // Runners declared by an actor are its own, forgotten when it goes
+          // down (a relay of a lost process); an anonymous declaration (a
+          // runner of this process) is kept until it is dropped.
+          auto sender = caf::actor_cast<caf::actor_addr>(current_sender());
+          if (declared != 0)
+            watch(sender);
+          if (feeders_.update(sender, declared, started, timeout))
             last_feeder_ended();
         },
         [this](detail::starving_atom, caf::timespan limit) {
@@ -198,9 +204,14 @@ private:
 
   // Validated like an enqueue: a row that does not fit the spec would break
   // the storage (a shuffle or priority queue) or reach a consumer malformed.
-  // The rows that fit go back; the others are refused and said so, and the
+  // And only rows the queue handed to this client come back: a client may
+  // give back at most the rows answered to its dequeues and pulls that it
+  // has not given back yet (a counter per client), so that nobody fills a
+  // queue past its capacity this way. The rows that fit go back, the first
+  // of them up to that count; the others are refused and said so, and the
   // queue goes on serving.
   void give_back(std::vector<element>& rows) {
+    auto client = caf::actor_cast<caf::actor_addr>(current_sender());
     detail::row_list list;
     size_t refused = 0;
     std::string first_error;
@@ -213,11 +224,23 @@ private:
           first_error = ex.what();
       }
     }
+    const auto& name = core_.spec().resource_name;
     if (refused > 0)
-      std::cerr << "quern: " << core_.spec().resource_name << " refused " << refused
-                << " of " << rows.size()
+      std::cerr << "quern: " << name << " refused " << refused << " of " << rows.size()
                 << " rows given back that do not fit it: " << first_error << '\n';
-    core_.give_back(std::move(list));
+    auto owed = core_.handed_to_client(client);
+    if (list.size() > owed) {
+      std::cerr << "quern: " << name << " refused " << list.size() - owed << " of "
+                << rows.size() << " rows given back by "
+                << (client ? "a client" : "an anonymous sender") << " it had handed only "
+                << owed
+                << " rows not given back yet (give_back returns rows a consumer "
+                   "received from this queue)\n";
+      detail::row_list kept;
+      list.move_front(owed, kept);
+      list = std::move(kept);
+    }
+    core_.give_back(client, std::move(list));
   }
 
   // A streamed push: rows (or one batch) as one enqueue attempt, answered

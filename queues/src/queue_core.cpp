@@ -132,11 +132,29 @@ void queue_core::close_cancelling(completion done) {
   flush();
 }
 
-void queue_core::give_back(row_list rows) {
+void queue_core::give_back(const caf::actor_addr& client, row_list rows) {
   if (rows.empty())
     return;
+  // (caf::actor_addr's hash dereferences it: no null key, nothing handed.)
+  if (auto i = client ? handed_.find(client) : handed_.end(); i != handed_.end()) {
+    i->second -= std::min(i->second, rows.size());
+    if (i->second == 0)
+      handed_.erase(i);
+  }
   storage_->put_back(std::move(rows));
   flush();
+}
+
+int64_t queue_core::handed_to_client(const caf::actor_addr& client) const {
+  if (!client)
+    return 0;
+  auto i = handed_.find(client);
+  return i == handed_.end() ? 0 : i->second;
+}
+
+void queue_core::handed_to(const caf::actor_addr& client, int64_t n) {
+  if (client && n > 0)
+    handed_[client] += n;
 }
 
 void queue_core::unpull(const caf::actor_addr& client) {
@@ -219,6 +237,8 @@ bool queue_core::fail_waiting_dequeue(uint64_t id, caf::error err) {
 }
 
 void queue_core::client_down(const caf::actor_addr& client) {
+  if (client)
+    handed_.erase(client);
   enqueues_.erase(std::remove_if(enqueues_.begin(), enqueues_.end(),
                                  [&](const enqueue_attempt& a) {
                                    return a.client == client && !a.done.is_stream();

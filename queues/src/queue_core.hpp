@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include <caf/actor_addr.hpp>
 #include <caf/error.hpp>
@@ -41,8 +42,14 @@ public:
   bool add(dequeue_attempt a);
   /// close(cancel_pending_enqueues=true); replies through `done`.
   void close_cancelling(completion done);
-  /// Rows a streaming consumer gives back (to the front, in order).
-  void give_back(row_list rows);
+  /// Rows `client` gives back (to the front, in order): at most what
+  /// handed_to_client() says; they no longer count as handed to it.
+  void give_back(const caf::actor_addr& client, row_list rows);
+  /// Rows answered to `client`'s dequeues and pulls that it has not given
+  /// back: what it may give back.
+  int64_t handed_to_client(const caf::actor_addr& client) const;
+  /// `n` rows were answered to `client` (dequeue_attempt::serve).
+  void handed_to(const caf::actor_addr& client, int64_t n);
   /// Withdraws the pulls of `client`, answering each with cancelled.
   void unpull(const caf::actor_addr& client);
   /// Cancels the client's pending pushes (rows stored so far stay stored).
@@ -109,6 +116,9 @@ private:
   bool closed_ = false;
   std::deque<enqueue_attempt> enqueues_;
   std::deque<dequeue_attempt> dequeues_;
+  /// Rows handed to each client and not given back (a counter per client
+  /// actor, forgotten when it goes down): the most it may give back.
+  std::unordered_map<caf::actor_addr, int64_t> handed_;
 };
 
 } // namespace quern::detail

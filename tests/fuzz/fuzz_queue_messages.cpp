@@ -31,8 +31,9 @@
 // - size() is the model's after every step: no row is lost or duplicated,
 //   a timed-out dequeue_many loses nothing, rows stored by a partly
 //   served enqueue_many stay;
-// - give_back puts the rows that fit back (FIFO: in front, in order) and
-//   refuses the others while the queue keeps serving;
+// - give_back puts the rows that fit back (FIFO: in front, in order), up to
+//   the rows the client was handed and did not give back, and refuses the
+//   others while the queue keeps serving;
 // - at the end, closed with cancel, the queue hands out exactly the rows the
 //   model holds.
 
@@ -221,6 +222,9 @@ public:
   bool closed = false;
   std::vector<element> rows; // FIFO/padding: front first; others: unordered
   std::deque<pending_pull> pulls;
+  /// Rows handed to the client and not given back: the most it may give
+  /// back (the queue refuses the rest).
+  size_t handed = 0;
 
   size_t size() const { return rows.size(); }
 
@@ -254,6 +258,7 @@ public:
   /// (shuffle), the smallest priorities in ascending order (priority).
   void take(const std::vector<element>& got) {
     PROMISE(got.size() <= rows.size());
+    handed += got.size();
     switch (q_.kind) {
     case queue_kind::fifo:
     case queue_kind::padding_fifo:
@@ -658,7 +663,8 @@ private:
       serve_pulls();
       return;
     }
-    case 9: { // give_back: rows that fit go back in front, others are refused
+    case 9: { // give_back: rows that fit go back in front, others are refused, and
+              // so are those beyond what the client was handed
       size_t n = in_.u8() % 4u;
       std::vector<element> rows, fitting;
       for (size_t i = 0; i < n; ++i) {
@@ -669,6 +675,8 @@ private:
       }
       c_.send(give_back_atom::value, rows);
       c_.size(); // barrier
+      fitting.resize(std::min(fitting.size(), m_.handed));
+      m_.handed -= fitting.size();
       if (!fitting.empty()) {
         m_.put_back(fitting);
         serve_pulls();

@@ -923,6 +923,83 @@ TEST_CASE("distributed NET-16 join while a remote runner's process dies ends, na
   require_exit(*host.proc, 0);
 }
 
+TEST_CASE("distributed NET-22 a runner of a process killed before start() starves "
+          "nobody") {
+  // The declaring process's runner counts while it lives: a dequeue that
+  // waited its starvation_timeout (200 ms) is told it was never started.
+  // Killed, it is forgotten: a later dequeue just waits (its own deadline).
+  scratch_dir dir;
+  auto host = start_host(dir);
+  auto out = dir.file("declare.out");
+  auto declarer = start_client(dir, "declarer", host.address,
+                               {"--node.role=declare", "--node.out=" + out});
+  require_ready(*declarer, out);
+  test_peer peer{host.address};
+  quern::blocking_queue rows{peer.sys, peer.node.queue("rows")};
+  std::string why;
+  try {
+    rows.dequeue(5s);
+    why = "a row";
+  } catch (const quern::op_error& e) {
+    why = std::string(quern::error_code_name(e.code())) + ": " + e.what();
+  }
+  INFO(why);
+  CHECK(contains(why, "FailedPrecondition: FIFOQueue '"));
+  CHECK(contains(why, "rows' has 1 queue runner(s) that were never started"));
+  declarer->signal(SIGKILL);
+  require_exit(*declarer, 128 + SIGKILL);
+  // The host learns of the loss when the connection drops: until then a
+  // dequeue may still be told; bounded, each try waits 1 s.
+  for (int i = 0; i < 20; ++i) {
+    try {
+      rows.dequeue(1s);
+      why = "a row";
+    } catch (const quern::op_error& e) {
+      why = std::string(quern::error_code_name(e.code())) + ": " + e.what();
+    }
+    if (!contains(why, "never started"))
+      break;
+  }
+  CHECK(why == "DeadlineExceeded: Timed out waiting for notification");
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed NET-10 rows a caller dequeued from another process go back when "
+          "it gives them back") {
+  // An async run's sources of a remote queue (async_run::dequeue) go back
+  // with its caller as sender: the endpoint passes on as its own the rows
+  // its dequeues answered that caller, which the queue handed to the
+  // endpoint's relay (Q-82), and the rest with the sender kept.
+  scratch_dir dir;
+  auto host = start_host(dir);
+  {
+    test_peer peer{host.address};
+    auto rows = peer.node.queue("rows");
+    quern::blocking_queue b{peer.sys, rows};
+    for (int64_t i = 0; i < 3; ++i)
+      b.enqueue(quern::element{quern::tensor::scalar(i)});
+    caf::scoped_actor caller{peer.sys};
+    std::vector<quern::element> got;
+    for (int i = 0; i < 2; ++i)
+      caller
+          ->request(rows, caf::infinite, quern::dequeue_atom::value, quern::wait_forever)
+          .receive([&](quern::element& e) { got.push_back(std::move(e)); },
+                   [&](caf::error& e) { FAIL(peer.sys.render(e)); });
+    REQUIRE(got.size() == 2);
+    // Two rows it was handed and one it was not: the third is refused.
+    got.push_back(quern::element{quern::tensor::scalar(int64_t{99})});
+    caller->send(rows, quern::give_back_atom::value, got);
+    CHECK(b.size() == 3);           // an answered request after the give-back
+    for (int64_t i = 0; i < 3; ++i) // bounded: a row refused would never come
+      CHECK(b.dequeue(10s)[0].scalar_value<int64_t>() == i);
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+  CHECK(contains(host.proc->err(), "refused 1 of 1 rows given back by a client it had "
+                                   "handed only 0"));
+}
+
 TEST_CASE("distributed NET-8 destroying a remote_node fails the calls waiting on it") {
   // A blocking dequeue waits on an empty remote queue when the remote_node
   // it came from is destroyed: CAF answers no promise of an actor that ends,

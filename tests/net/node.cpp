@@ -34,6 +34,10 @@
 //            on, writes "ready" to --node.out and then
 //            sleeps, in no quern call, until quern ends it (exit 3 if it
 //            is still alive after 2 minutes)
+//   declare  makes a queue runner of 'rows' (starvation_timeout 200 ms)
+//            and never starts it; "ready" in --node.out once the host's
+//            queue has its declaration, then sleeps until it is killed
+//            (exit 3 after 2 minutes)
 //   wait-stop  connects and waits in the host's coordinator's
 //            wait_for_stop() (no timeout)
 //   feed-until-stop  a queue runner registered with the host's
@@ -444,6 +448,23 @@ int feed_and_join(quern::actor_system& sys, node_config& cfg) {
   return 0;
 }
 
+// A runner of the host's queue that is never started: while this process
+// lives, a dequeue of 'rows' that waited 200 ms is told so (CC-2).
+int declare_only(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  auto rows = node.queue("rows");
+  auto op = quern::async_op([](quern::async_run& run) { run.end(); });
+  quern::queue_runner_options opts;
+  opts.name = "never-started";
+  opts.starvation_timeout = std::chrono::milliseconds{200};
+  quern::queue_runner runner{rows, {op}, opts};
+  // Through the same endpoint, so after the declaration: the queue has it.
+  quern::blocking_queue{sys, rows}.size();
+  append_line(cfg.out, "ready");
+  std::this_thread::sleep_for(std::chrono::minutes{2});
+  return 3;
+}
+
 int close_queue(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   quern::blocking_queue{sys, node.queue(cfg.queue)}.close();
@@ -689,6 +710,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return move_rows(sys, cfg);
   if (cfg.role == "exit-on-loss")
     return exit_on_loss(sys, cfg);
+  if (cfg.role == "declare")
+    return declare_only(sys, cfg);
   if (cfg.role == "wait-stop")
     return wait_stop(sys, cfg);
   if (cfg.role == "feed-until-stop")
