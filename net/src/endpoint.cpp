@@ -335,9 +335,9 @@ endpoint_behavior(endpoint_ptr self, remote_queue_actor remote, std::string what
       return relay<typename tag_t::result>(self, a, std::move(xs)...);
     else if constexpr (tag_t::how == passage::dequeue)
       return relay_dequeue(self, answers_batch<decltype(a)>, a, xs...);
-    else if constexpr (std::is_same_v<decltype(a), give_back_atom>)
+    else if constexpr (tag_t::how == passage::return_rows)
       return give_back_rows(self, a, xs...);
-    else if constexpr (std::is_same_v<decltype(a), feeder_atom>) {
+    else if constexpr (tag_t::how == passage::declaration) {
       // A queue runner's feeder messages (sent anonymously by its handle,
       // or by start()'s caller) go as this endpoint: its relay at the queue
       // ends when this process is lost, and the queue then forgets the

@@ -195,7 +195,7 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       book->taken(xs...);
       return caf::result<void>{};
     } else {
-      if constexpr (std::is_same_v<decltype(a), feeder_atom>) {
+      if constexpr (tag_t::how == passage::declaration) {
         // The queue keeps a runner's declaration until its sender goes
         // down; this relay of an anonymous sender never does. A peer's
         // runner speaks through its endpoint, which sends as itself.

@@ -33,6 +33,14 @@ enum class passage {
   pull,
   /// A consumer's confirmation (taken): the relay's, never the queue's.
   receipt,
+  /// Rows a consumer hands back (give_back): the queue takes back only what
+  /// it handed to the sender, so the endpoint hands back as itself what its
+  /// dequeues answered.
+  return_rows,
+  /// A queue runner's declaration (feeder): the queue keeps it while its
+  /// sender lives, so it travels as the runner's process's endpoint, and a
+  /// relay refuses one of a peer without a sender.
+  declaration,
 };
 
 /// The table. The default: a request is asked, a one-way message streamed.
@@ -52,6 +60,12 @@ template <class R>
 struct passage_of<pull_atom, R> : std::integral_constant<passage, passage::pull> {};
 template <class R>
 struct passage_of<taken_atom, R> : std::integral_constant<passage, passage::receipt> {};
+template <class R>
+struct passage_of<give_back_atom, R>
+    : std::integral_constant<passage, passage::return_rows> {};
+template <class R>
+struct passage_of<feeder_atom, R>
+    : std::integral_constant<passage, passage::declaration> {};
 
 /// What a go-between's `Pass` is handed first: the message's passage and
 /// the type of its answer (void for a one-way message).
