@@ -135,14 +135,10 @@ void check_buffer_result(std::string_view buf, const quern::record_list& list) {
     PROMISE(buf.size() - end > quern::record_header_size);
 }
 
-/// The file readers agree with read_records on the same bytes.
-void check_file_readers(std::string_view buf, const quern::record_list& list) {
-  const auto& path = temp_path();
-  write_file(path, buf);
-
-  quern::record_reader reader{path};
-  PROMISE(reader.ok());
-  std::string payload;
+/// Reads `reader` to its end, each record and its offset as `list` has them;
+/// returns the error that ended it (`payload`: the reader's buffer).
+caf::error read_all_agreeing(quern::record_reader& reader, const quern::record_list& list,
+                             std::string& payload) {
   size_t i = 0;
   caf::error err;
   for (;;) {
@@ -156,6 +152,18 @@ void check_file_readers(std::string_view buf, const quern::record_list& list) {
     ++i;
   }
   PROMISE(i == list.records.size());
+  return err;
+}
+
+/// The file readers agree with read_records on the same bytes.
+void check_file_readers(std::string_view buf, const quern::record_list& list) {
+  const auto& path = temp_path();
+  write_file(path, buf);
+
+  quern::record_reader reader{path};
+  PROMISE(reader.ok());
+  std::string payload;
+  auto err = read_all_agreeing(reader, list, payload);
   if (list.error)
     PROMISE(same_error(err, list.error));
   else
@@ -200,19 +208,7 @@ void check_byte_source(std::string_view buf, const quern::record_list& list) {
     return caf::none;
   }};
   std::string payload;
-  size_t i = 0;
-  caf::error err;
-  for (;;) {
-    auto offset = reader.offset();
-    err = reader.next(payload);
-    if (err)
-      break;
-    PROMISE(i < list.records.size());
-    PROMISE(payload == list.records[i]);
-    PROMISE(offset == list.offsets[i]);
-    ++i;
-  }
-  PROMISE(i == list.records.size());
+  auto err = read_all_agreeing(reader, list, payload);
   if (list.error)
     PROMISE(same_error(err, list.error));
   else
