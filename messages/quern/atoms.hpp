@@ -85,6 +85,12 @@ using unpush_atom = caf::atom_constant<caf::atom("unpush")>;
 /// endpoint, whose relay at the queue ends when that process is lost.
 using feeder_atom = caf::atom_constant<caf::atom("feeder")>;
 
+// -- checkpoints of a pipeline (docs/resume.md) --
+/// pipeline -> queue: (snapshot) -> queue_state, what the queue holds now.
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+/// pipeline -> queue: (restore, queue_state) -> bool, before any other use.
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+
 // -- internal to an actor: a deadline of one pending attempt expired --
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 

@@ -22,6 +22,7 @@
 #include "quern/demand.hpp"
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_state.hpp"
 
 namespace quern {
 
@@ -134,5 +135,20 @@ using keyed_enqueue_actor = caf::typed_actor<
 /// not taken.
 using remote_queue_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend<
     caf::reacts_to<taken_atom, uint64_t>>;
+
+/// What a pipeline's checkpoint asks of a queue of its own process
+/// (docs/resume.md); every queue actor serves it:
+///   snapshot()            -> queue_state: the rows stored, the rows of the
+///                  enqueues waiting for room, closed, the generator. The
+///                  pipeline asks while its runners are paused, so that no row
+///                  is on its way between two queues.
+///   restore(queue_state)  -> true: a queue that was never used takes the
+///                  state back (the stored rows even beyond its capacity, the
+///                  waiting ones as room frees); a queue that holds rows, has
+///                  waiting attempts or is closed refuses with
+///                  failed_precondition.
+using checkpoint_queue_actor =
+    caf::typed_actor<caf::replies_to<snapshot_atom>::with<queue_state>,
+                     caf::replies_to<restore_atom, queue_state>::with<bool>>;
 
 } // namespace quern

@@ -193,6 +193,15 @@ public:
   bool is_closed();
   queue_spec spec();
 
+  /// What the queue holds now, for a checkpoint (docs/resume.md; a queue of
+  /// this process): its stored rows, the rows of enqueues waiting for room,
+  /// whether it is closed, its generator.
+  queue_state snapshot();
+  /// Puts a snapshot back into a queue that was never used; throws
+  /// failed_precondition_error for a used queue, invalid_argument_error for
+  /// rows that do not fit it.
+  void restore(queue_state s);
+
 private:
   blocking_client client_;
   queue_actor queue_;

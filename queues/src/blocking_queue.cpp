@@ -67,6 +67,16 @@ int32_t blocking_queue::size() {
   return client_.call<int32_t>(queue_, size_atom::value);
 }
 
+queue_state blocking_queue::snapshot() {
+  return client_.call<queue_state>(caf::actor_cast<checkpoint_queue_actor>(queue_),
+                                   snapshot_atom::value);
+}
+
+void blocking_queue::restore(queue_state s) {
+  client_.call<bool>(caf::actor_cast<checkpoint_queue_actor>(queue_), restore_atom::value,
+                     std::move(s));
+}
+
 bool blocking_queue::is_closed() {
   return client_.call<bool>(queue_, is_closed_atom::value);
 }

@@ -38,9 +38,9 @@ using detail::enqueue_attempt;
 /// that retries, stored once: producer_marks.hpp), the wake-up of its
 /// deadlines, which no other actor sends (deadlines.cpp), and the
 /// starvation watch of pipeline consumers of this process (feeders.hpp).
-using queue_impl_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend<
-    caf::reacts_to<deadline_atom, uint64_t>,
-    caf::reacts_to<detail::starving_atom, caf::timespan>>;
+using queue_impl_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend_with<
+    checkpoint_queue_actor>::extend<caf::reacts_to<deadline_atom, uint64_t>,
+                                    caf::reacts_to<detail::starving_atom, caf::timespan>>;
 
 class queue_impl : public queue_impl_actor::base {
 public:
@@ -89,6 +89,15 @@ public:
         },
         [this](producer_mark_atom, const std::string& producer) {
           return marks_.position(producer);
+        },
+        [this](snapshot_atom) { return core_.snapshot(); },
+        [this](restore_atom, queue_state& s) -> caf::result<bool> {
+          try {
+            core_.restore(std::move(s));
+            return true;
+          } catch (const op_error& e) {
+            return e.to_error();
+          }
         },
         [this](push_atom, std::vector<element>& rows) { push_rows(rows); },
         [this](push_batch_atom, std::vector<element>& batches) { push_batch(batches); },

@@ -18,6 +18,7 @@
 #include "quern/demand.hpp"
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_state.hpp"
 
 #include "attempts.hpp"
 #include "completion.hpp"
@@ -74,6 +75,15 @@ public:
   void client_down(const caf::actor_addr& client);
   /// The actor terminates: every pending attempt is answered cancelled.
   void shutdown();
+
+  /// What the queue holds now, for a checkpoint (queue_state.cpp).
+  queue_state snapshot() const;
+  /// Takes a snapshot back: the stored rows at once (whatever the capacity),
+  /// the waiting ones as one enqueue attempt that answers nobody, then the
+  /// waiting close. Throws failed_precondition_error when the queue was used
+  /// (rows, attempts or closed) and invalid_argument_error when a row does
+  /// not fit the queue's signature; nothing is taken then.
+  void restore(queue_state s);
 
   /// The "<Kind> '<name>'" prefix used in enqueue-side messages.
   std::string enqueue_name() const;

@@ -15,6 +15,7 @@ public:
     rows_.move_front(static_cast<int64_t>(n), out);
   }
   void put_back(row_list&& rows) override { rows_.prepend(std::move(rows)); }
+  row_list copy_rows() const override { return rows_; }
 
 private:
   row_list rows_;

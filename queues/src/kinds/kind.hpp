@@ -32,6 +32,17 @@ public:
   /// the next ones handed out again where order matters (FIFO: at the front,
   /// in their original order).
   virtual void put_back(row_list&& rows) = 0;
+
+  // -- checkpoints (queue_state.hpp) ----------------------------------------------
+
+  /// The rows stored, in the storage's own order: pushed back in this order
+  /// into an empty storage of the kind, they rebuild the same storage.
+  virtual row_list copy_rows() const = 0;
+  /// The kind's random generator as text (empty: the kind has none).
+  virtual std::string generator_state() const { return {}; }
+  /// Sets the generator from generator_state()'s text; throws
+  /// data_loss_error when the text is not one.
+  virtual void restore_generator(const std::string&) {}
 };
 
 /// One queue kind: its names, the checks of its options and elements, its

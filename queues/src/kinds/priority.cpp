@@ -34,6 +34,14 @@ protected:
 class priority_storage : public row_storage {
 public:
   size_t size() const override { return heap_.size(); }
+  /// The heap in array order: pushed back in this order, every row stays
+  /// where it was (each is already below its parent).
+  row_list copy_rows() const override {
+    row_list out;
+    for (auto& e : heap_)
+      out.push_back(e);
+    return out;
+  }
 
 protected:
   void push_row(element e) override {

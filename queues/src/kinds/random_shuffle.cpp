@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "quern/error.hpp"
 
@@ -76,6 +77,32 @@ public:
   }
 
   void put_back(row_list&& rows) override { push(rows, rows.size()); }
+  row_list copy_rows() const override {
+    row_list out;
+    if (pool_) {
+      if (pool_->size() > 0)
+        out.push_back(
+            row_run::batch(pool_->copy_all(), static_cast<int64_t>(pool_->size())));
+      return out;
+    }
+    for (auto& e : rows_)
+      out.push_back(e);
+    return out;
+  }
+  std::string generator_state() const override {
+    std::ostringstream os;
+    os << rng_;
+    return os.str();
+  }
+  void restore_generator(const std::string& text) override {
+    std::istringstream is{text};
+    std::mt19937_64 rng;
+    is >> rng;
+    if (!is)
+      throw data_loss_error("RandomShuffleQueue: the saved generator state is not one of "
+                            "std::mt19937_64");
+    rng_ = rng;
+  }
 
 private:
   /// A uniform index in [0, size): Lemire's multiply-shift, no division.

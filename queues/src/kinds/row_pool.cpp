@@ -239,4 +239,28 @@ element row_pool::finish_take(size_t n) {
   return batch;
 }
 
+element row_pool::copy_all() const {
+  element batch;
+  batch.components.reserve(columns_.size());
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const auto& c = columns_[k];
+    auto buf = std::make_shared<detail::tensor_buffer>();
+    if (c.type == dtype::string) {
+      buf->strings.assign(c.strings.begin(),
+                          c.strings.begin() +
+                              static_cast<std::ptrdiff_t>(size_ * c.row_values));
+    } else if (c.row_bytes > 0) {
+      buf->bytes.resize(size_ * c.row_bytes);
+      auto part = std::find_if(numeric_.begin(), numeric_.end(),
+                               [k](const numeric_part& p) { return p.component == k; });
+      strided_copy(buf->bytes.data(), c.row_bytes, records_.data() + part->at,
+                   record_bytes_, c.row_bytes, size_);
+    }
+    batch.components.push_back(
+        tensor::view_of(c.type, c.row_shape.with_leading(static_cast<int64_t>(size_)),
+                        std::move(buf), 0));
+  }
+  return batch;
+}
+
 } // namespace quern

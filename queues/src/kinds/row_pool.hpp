@@ -56,6 +56,10 @@ public:
   template <class Pick>
   element take(size_t n, Pick&& pick);
 
+  /// Every row, in slot order, as one batch (a copy; the pool is unchanged):
+  /// appended back in this order, the rows are in the same slots.
+  element copy_all() const;
+
 private:
   struct column {
     dtype type;

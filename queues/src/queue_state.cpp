@@ -1,0 +1,97 @@
+// A queue's checkpoint (docs/resume.md): what it holds, taken out as a
+// queue_state and put back into a queue that was never used.
+
+#include "quern/error.hpp"
+#include "quern/queue.hpp"
+
+#include "queue_core.hpp"
+
+namespace quern::detail {
+
+namespace {
+
+/// A run as a batch: a view of a batch's rows, or a single row stacked into
+/// a batch of one.
+element as_batch(const row_run& r) {
+  element out;
+  out.components.reserve(r.data.components.size());
+  for (auto& t : r.data.components)
+    out.components.push_back(r.batched ? t.rows(r.begin, r.count) : tensor::stack({t}));
+  return out;
+}
+
+void append_batches(const row_list& rows, std::vector<element>& out) {
+  for (auto& r : rows.runs())
+    if (r.count > 0)
+      out.push_back(as_batch(r));
+}
+
+/// The batches as runs, each checked against the queue's signature first.
+row_list as_rows(const queue_spec& spec, std::vector<element>& batches,
+                 const std::string& what) {
+  row_list out;
+  for (auto& b : batches) {
+    try {
+      validate_enqueue_many(spec, b);
+    } catch (const op_error& e) {
+      throw invalid_argument_error("the saved " + what + " do not fit queue '" +
+                                   spec.resource_name + "': " + e.what());
+    }
+    auto n = b.batch_size();
+    if (n > 0)
+      out.push_back(row_run::batch(std::move(b), n));
+  }
+  return out;
+}
+
+} // namespace
+
+queue_state queue_core::snapshot() const {
+  queue_state s;
+  s.closed = closed_;
+  append_batches(storage_->copy_rows(), s.stored);
+  for (auto& a : enqueues_) {
+    if (a.what == enqueue_attempt::op::close) {
+      // Enqueues behind a close are refused when it takes effect.
+      s.close_waiting = true;
+      break;
+    }
+    append_batches(a.rows, s.waiting);
+  }
+  s.generator = storage_->generator_state();
+  return s;
+}
+
+void queue_core::restore(queue_state s) {
+  if (closed_ || storage_->size() > 0 || !enqueues_.empty() || !dequeues_.empty())
+    throw failed_precondition_error(
+        "cannot restore queue '" + spec_.resource_name +
+        "' from a checkpoint: it was used already (restore a pipeline before "
+        "start_queue_runners and before anything enqueues or dequeues)");
+  // Everything is checked before anything is taken.
+  auto stored = as_rows(spec_, s.stored, "stored rows");
+  auto waiting = as_rows(spec_, s.waiting, "rows waiting for room");
+  if (!s.generator.empty() && storage_->generator_state().empty())
+    throw invalid_argument_error("the checkpoint of queue '" + spec_.resource_name +
+                                 "' holds a random generator, which a " + kind_.name() +
+                                 " does not have");
+  if (!s.generator.empty())
+    storage_->restore_generator(s.generator);
+  storage_->push(stored, stored.size());
+  closed_ = s.closed;
+  if (!waiting.empty()) {
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::enqueue_many;
+    a.total = waiting.size();
+    a.rows = std::move(waiting);
+    enqueues_.push_back(std::move(a));
+  }
+  if (s.close_waiting) {
+    enqueue_attempt a;
+    a.what = enqueue_attempt::op::close;
+    enqueues_.push_back(std::move(a));
+  }
+  flush();
+}
+
+} // namespace quern::detail

@@ -1,0 +1,191 @@
+// A queue's checkpoint (docs/resume.md, docs/semantics.md RS-1..RS-3): what
+// snapshot() takes out, restore() puts back into a fresh queue, and the restored
+// queue goes on as the original would have.
+
+#include <algorithm>
+#include <thread>
+
+#include "probe.hpp"
+
+using namespace quern;
+using namespace quern::test;
+
+namespace {
+
+using ivec = std::vector<int64_t>;
+
+ivec take_all(blocking_queue& q, size_t n) {
+  ivec out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(value_of(q.dequeue()));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(system_fixture,
+                 "RS-1 a restored FIFOQueue hands out the same rows in the same order",
+                 "[RS-1]") {
+  blocking_queue a{sys, int_fifo(sys, 10, "a")};
+  a.enqueue_many(i64s({1, 2, 3}));
+  a.enqueue(i64(4));
+  a.enqueue_many(i64s({5, 6}));
+  CHECK(value_of(a.dequeue()) == 1); // a batch's run cut in the middle
+  auto s = a.snapshot();
+  CHECK(s.stored_rows() == 5);
+  CHECK(s.waiting_rows() == 0);
+  CHECK_FALSE(s.closed);
+  blocking_queue b{sys, int_fifo(sys, 10, "b")};
+  b.restore(s);
+  CHECK(b.size() == 5);
+  CHECK(take_all(b, 5) == ivec{2, 3, 4, 5, 6});
+  // The snapshot took copies: the original is untouched.
+  CHECK(take_all(a, 5) == ivec{2, 3, 4, 5, 6});
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "RS-1 a restored RandomShuffleQueue picks what the original picks",
+                 "[RS-1]") {
+  auto make = [&](const std::string& name) {
+    return blocking_queue{sys, spawn_random_shuffle_queue(sys, 100, 5, {dtype::int64},
+                                                          {tensor_shape{}}, 7, 9, name)};
+  };
+  auto a = make("a");
+  ivec rows(60);
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  a.enqueue_many(i64s(rows));
+  take_all(a, 20); // the generator has moved on
+  auto s = a.snapshot();
+  CHECK(s.stored_rows() == 40);
+  CHECK_FALSE(s.generator.empty());
+  auto b = make("b");
+  b.restore(s);
+  a.close();
+  b.close();
+  CHECK(take_all(b, 40) == take_all(a, 40));
+}
+
+TEST_CASE_METHOD(system_fixture, "RS-1 a restored RandomShuffleQueue of string rows",
+                 "[RS-1]") {
+  auto make = [&](const std::string& name) {
+    return blocking_queue{
+        sys, spawn_random_shuffle_queue(sys, 50, 0, {dtype::string, dtype::float32},
+                                        {tensor_shape{}, tensor_shape{2}}, 3, 0, name)};
+  };
+  auto a = make("a");
+  for (int i = 0; i < 30; ++i)
+    a.enqueue({tensor::scalar("row " + std::to_string(i)),
+               tensor::vector<float>({float(i), float(-i)})});
+  a.dequeue();
+  auto b = make("b");
+  b.restore(a.snapshot());
+  for (int i = 0; i < 29; ++i) {
+    auto x = a.dequeue();
+    auto y = b.dequeue();
+    CHECK(x[0].scalar_value<std::string>() == y[0].scalar_value<std::string>());
+    CHECK(x[1].to_vector<float>() == y[1].to_vector<float>());
+  }
+}
+
+TEST_CASE_METHOD(system_fixture, "RS-1 a restored PriorityQueue and PaddingFIFOQueue",
+                 "[RS-1]") {
+  SECTION("priority: the same heap, the same order") {
+    auto make = [&](const std::string& name) {
+      return blocking_queue{
+          sys, spawn_priority_queue(sys, 20, {dtype::string}, {tensor_shape{}}, name)};
+    };
+    auto a = make("a");
+    for (int64_t p : {5, 1, 9, 3, 3, 7})
+      a.enqueue({tensor::scalar(p), tensor::scalar("p" + std::to_string(p))});
+    auto b = make("b");
+    b.restore(a.snapshot());
+    for (int i = 0; i < 6; ++i)
+      CHECK(a.dequeue()[1].scalar_value<std::string>() ==
+            b.dequeue()[1].scalar_value<std::string>());
+  }
+  SECTION("padding: rows of different lengths") {
+    auto make = [&](const std::string& name) {
+      return blocking_queue{sys, spawn_padding_fifo_queue(sys, 10, {dtype::int64},
+                                                          {tensor_shape{-1}}, name)};
+    };
+    auto a = make("a");
+    a.enqueue(i64s({1}));
+    a.enqueue(i64s({1, 2, 3}));
+    a.enqueue(i64s({1, 2}));
+    auto b = make("b");
+    b.restore(a.snapshot());
+    CHECK(values_of(b.dequeue_many(3)) == ivec{1, 0, 0, 1, 2, 3, 1, 2, 0});
+  }
+}
+
+TEST_CASE_METHOD(
+    system_fixture,
+    "RS-2 enqueues that wait for room and a waiting close are restored behind "
+    "the stored rows",
+    "[RS-2]") {
+  blocking_queue a{sys, int_fifo(sys, 2, "a")};
+  a.enqueue_many(i64s({1, 2}));
+  // Two enqueues and a close wait behind the full queue.
+  std::thread waiting{[&] {
+    blocking_queue w{sys, a.actor()};
+    w.enqueue_many(i64s({3, 4, 5}));
+  }};
+  for (int i = 0; i < 200 && a.snapshot().waiting_rows() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  probe closer{sys, a.actor()};
+  closer.close(false);
+  auto s = a.snapshot();
+  CHECK(s.stored_rows() == 2);
+  CHECK(s.waiting_rows() == 3);
+  CHECK(s.close_waiting);
+  CHECK_FALSE(s.closed);
+  blocking_queue b{sys, int_fifo(sys, 2, "b")};
+  b.restore(s);
+  CHECK(b.size() == 2);
+  CHECK_FALSE(b.is_closed());
+  CHECK(take_all(b, 5) == ivec{1, 2, 3, 4, 5});
+  CHECK(b.is_closed()); // the close took effect after the waiting rows
+  CHECK_THROWS_AS(b.dequeue(), out_of_range_error);
+  take_all(a, 5);
+  waiting.join();
+}
+
+TEST_CASE_METHOD(system_fixture,
+                 "RS-3 restore refuses a used queue and rows that do not fit", "[RS-3]") {
+  blocking_queue a{sys, int_fifo(sys, 10, "a")};
+  a.enqueue_many(i64s({1, 2}));
+  auto s = a.snapshot();
+  SECTION("a queue that holds rows") {
+    blocking_queue b{sys, int_fifo(sys, 10, "b")};
+    b.enqueue(i64(9));
+    CHECK_THROWS_WITH(b.restore(s), Catch::Contains("it was used already"));
+    CHECK(b.size() == 1);
+  }
+  SECTION("a closed queue") {
+    blocking_queue b{sys, int_fifo(sys, 10, "b")};
+    b.close();
+    CHECK_THROWS_AS(b.restore(s), failed_precondition_error);
+  }
+  SECTION("rows of another signature") {
+    blocking_queue b{sys,
+                     spawn_fifo_queue(sys, 10, {dtype::float32}, {tensor_shape{}}, "b")};
+    CHECK_THROWS_WITH(b.restore(s),
+                      Catch::Contains("do not fit queue") && Catch::Contains("b"));
+    CHECK(b.size() == 0);
+  }
+  SECTION("a generator for a queue without one") {
+    s.generator = "1 2 3";
+    blocking_queue b{sys, int_fifo(sys, 10, "b")};
+    CHECK_THROWS_WITH(b.restore(s), Catch::Contains("random generator"));
+    CHECK(b.size() == 0);
+  }
+  SECTION("a damaged generator") {
+    blocking_queue b{sys, spawn_random_shuffle_queue(sys, 10, 0, {dtype::int64},
+                                                     {tensor_shape{}}, 1, 1, "b")};
+    auto t = b.snapshot();
+    t.stored = s.stored;
+    t.generator = "not a generator";
+    CHECK_THROWS_AS(b.restore(t), data_loss_error);
+    CHECK(b.size() == 0);
+  }
+}
