@@ -12,6 +12,8 @@
 // ~pipeline stops every runner it started.
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "quern/coordinator.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/queue_runner.hpp"
+#include "quern/queue_state.hpp"
 
 namespace quern {
 
@@ -49,6 +52,23 @@ struct pipeline_options {
   /// No queue runner feeds the queue (it may still be fed by plain code), or
   /// every runner of the queue has ended without closing it.
   starvation_action when_unfed = starvation_action::warn;
+
+  // -- checkpoints (docs/resume.md) ------------------------------------------------
+
+  /// How long snapshot() waits for every runner to pause between runs
+  /// before it gives up (nothing is saved then, and the pipeline runs on).
+  caf::timespan checkpoint_pause_limit = std::chrono::seconds(10);
+};
+
+/// What a checkpoint of a pipeline holds (docs/resume.md): the consumer's
+/// step, the state of every queue of the pipeline by name (the queue's node
+/// name, `shuffle_batch` for `_3_shuffle_batch`, or its shared_name), and the
+/// saved state of every checkpoint part by name (a producer's epochs, a
+/// reader's position).
+struct pipeline_snapshot {
+  int64_t step = 0;
+  std::map<std::string, queue_state> queues;
+  std::map<std::string, std::string> parts;
 };
 
 class pipeline;
@@ -134,6 +154,38 @@ public:
 
   /// Sends stop to every runner started by this pipeline.
   void stop() const;
+
+  // -- checkpoints (docs/resume.md) --------------------------------------------------
+
+  /// Something with state of its own that a checkpoint saves and a restore
+  /// puts back (the input helpers add their producers' epoch counters and
+  /// their readers' positions): `save` runs while every runner is paused,
+  /// `restore` before any runner starts. Names are unique in a pipeline
+  /// (invalid_argument_error).
+  void add_checkpoint_part(std::string name, std::function<std::string()> save,
+                           std::function<void(const std::string&)> restore);
+
+  /// A consistent snapshot at the consumer's step `step` (call it between
+  /// two dequeues of the pipeline's one consumer thread): every started
+  /// runner pauses between runs (an async op's run in progress is abandoned,
+  /// what it took goes back; a blocking op finishes its run), every queue's
+  /// rows and every part's state are taken, and the runners run again. No
+  /// row is on its way between two queues while the runners are paused, so
+  /// every row is in exactly one place of the snapshot. Throws
+  /// deadline_exceeded_error naming the runners' workers that did not pause
+  /// within options().checkpoint_pause_limit (a blocking op that waits inside
+  /// its run for input that does not come); nothing is taken then and the
+  /// pipeline runs on. Two queues of the same name: invalid_argument_error.
+  pipeline_snapshot snapshot(int64_t step);
+  /// Puts a snapshot back: before start_queue_runners, into a pipeline built
+  /// the same way (the same queues and parts by name; other counts of reader
+  /// threads are fine). Every name is checked before anything is restored:
+  /// a queue or part of one side missing on the other is an
+  /// invalid_argument_error naming it. Then restored_step() is the
+  /// snapshot's step.
+  void restore(const pipeline_snapshot& s);
+  /// The step of the restored snapshot (0 without one).
+  int64_t restored_step() const;
 
 private:
   caf::actor_system& sys_;

@@ -154,6 +154,13 @@ public:
   void emit(std::vector<element> rows);
   /// The input is exhausted: enqueue what was emitted, then end the worker.
   void end();
+  /// Registers `hurry`, called from another thread when a pipeline
+  /// checkpoint pauses this op's runner (docs/resume.md): an op that may wait
+  /// inside its run for something the paused pipeline will not bring (room
+  /// in a queue it writes itself) makes that wait end, so that the worker
+  /// pauses between runs. Kept for the worker's life; it must stay safe to
+  /// call after the op is gone.
+  void on_pause(std::function<void()> hurry);
 
 private:
   detail::blocking_state* state_;

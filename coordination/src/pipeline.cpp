@@ -9,13 +9,9 @@
 
 #include "quern/detail/starvation.hpp"
 
-namespace quern {
+#include "pipeline_state.hpp"
 
-struct consumer::state {
-  pipeline_options opts;
-  mutable std::mutex mtx;
-  std::vector<queue_runner> runners;
-};
+namespace quern {
 
 namespace {
 
@@ -194,6 +190,10 @@ std::vector<caf::actor> pipeline::start_queue_runners(const coordinator_actor& c
 }
 
 consumer pipeline::make_consumer(queue_actor q) const {
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    state_->consumed.push_back(q);
+  }
   return consumer{sys_, std::move(q), state_};
 }
 

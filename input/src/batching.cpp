@@ -156,9 +156,16 @@ enqueue_op direct_batch_op(caf::actor_system& sys, queue_actor target, example_f
   auto st = std::make_shared<state>();
   auto* system = &sys;
   return blocking_op(
-      [st, system, target, fn, keep, window](blocking_run&) {
-        if (!st->writer) // created in the worker's own thread, used only there
+      [st, system, target, fn, keep, window](blocking_run& run) {
+        if (!st->writer) { // created in the worker's own thread, used only there
           st->writer = std::make_unique<queue_writer>(*system, target, window);
+          // A checkpoint pauses the runner between runs: a push waiting for
+          // room the paused pipeline will not make goes out at once.
+          run.on_pause([weak = std::weak_ptr<state>(st)] {
+            if (auto s = weak.lock())
+              s->writer->hurry();
+          });
+        }
         element batch;
         try {
           batch = fn();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include "quern/error.hpp"
 #include "quern/input/summaries.hpp"
@@ -86,6 +87,32 @@ queue_actor make_producer(pipeline& pipe, std::vector<tensor> tensors,
   queue_runner_options ro;
   ro.name = scope;
   pipe.add_queue_runner(queue_runner{q, {std::move(op)}, ro});
+  // A checkpoint keeps the epochs started and the generator that permutes
+  // the next one; the rows of the epochs started are in the queue's state.
+  pipe.add_checkpoint_part(
+      scope + "/epochs",
+      [gen, epochs_done] {
+        std::ostringstream os;
+        os << epochs_done->load() << '\n';
+        if (gen)
+          os << *gen;
+        return os.str();
+      },
+      [gen, epochs_done, scope](const std::string& saved) {
+        std::istringstream is{saved};
+        int64_t done = -1;
+        is >> done;
+        std::mt19937_64 g;
+        if (gen)
+          is >> g;
+        if (!is || done < 0)
+          throw data_loss_error("the checkpoint of producer '" + scope +
+                                "' is damaged: expected its epoch count" +
+                                (gen ? " and its generator" : ""));
+        epochs_done->store(done);
+        if (gen)
+          *gen = g;
+      });
   if (opts.summaries && !summary_name.empty())
     opts.summaries->add_fraction_full(q, scope, opts.capacity, summary_name);
   return q;

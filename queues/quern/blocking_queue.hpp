@@ -249,6 +249,12 @@ public:
   /// another process may or may not hold them. Once flush() returned or
   /// threw, stored() + refused() + unconfirmed() is every row pushed.
   int64_t unconfirmed() const;
+  /// Thread-safe: the push that waits for the window (or else the next
+  /// push) sends what the writer holds at once, beyond the window, and
+  /// returns. A pipeline checkpoint calls it (through blocking_run::on_pause)
+  /// so that a writing op does not wait for room the paused pipeline will
+  /// not make (docs/resume.md).
+  void hurry();
 
 private:
   /// Waits (the state's lock held) until the pump says something changed.

@@ -3,6 +3,7 @@
 
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include <caf/after.hpp>
 #include <caf/send.hpp>
@@ -328,11 +329,11 @@ void queue_writer::push(element e) {
   st.rows.push_back(std::move(e));
   // The pump sends what waits when a push is answered; past the window
   // the writer waits for the queue.
-  while (!st.may_send() && st.ledger.units() + st.rows.size() >= st.window)
+  while (!st.may_send() && st.ledger.units() + st.rows.size() >= st.window && !st.hurried)
     wait(lock);
   if (st.end)
     fail_pending();
-  if (st.may_send())
+  if (st.may_send() || std::exchange(st.hurried, false))
     st.send_pending(pump_);
 }
 
@@ -350,12 +351,21 @@ void queue_writer::push_batch(element batch) {
     st.send_pending(pump_);
   st.batches.push_back(std::move(batch));
   st.batch_rows += rows;
-  while (!st.ledger.empty() && st.ledger.units() + st.batch_rows > st.window)
+  while (!st.ledger.empty() && st.ledger.units() + st.batch_rows > st.window &&
+         !st.hurried)
     wait(lock);
   if (st.end)
     fail_pending();
-  if (st.may_send())
+  if (st.may_send() || std::exchange(st.hurried, false))
     st.send_pending(pump_);
+}
+
+void queue_writer::hurry() {
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    state_->hurried = true;
+  }
+  state_->changed.notify_all();
 }
 
 void queue_writer::flush() {

@@ -48,6 +48,9 @@ struct writer_state {
   int64_t refused = 0;
   int64_t unconfirmed = 0; // sent, never answered: the queue was lost
   caf::error end;          // the stream's first error
+  /// queue_writer::hurry(): the push waiting for the window (or the next
+  /// one) sends what it holds without waiting.
+  bool hurried = false;
 };
 
 /// Makes the pump of a writer on `state`: an actor (a CAF companion) that

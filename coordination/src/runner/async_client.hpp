@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -65,6 +67,29 @@ struct taken_rows {
 /// keep where they came from and their numbers, for receipts).
 void give_back_all(caf::event_based_actor* self, std::vector<taken_rows>& taken);
 
+/// What a pipeline checkpoint calls as it pauses a runner (docs/resume.md):
+/// functions that blocking ops registered (blocking_run::on_pause) to end a
+/// wait inside their run, so that their worker pauses between runs. Shared
+/// by a runner and its workers; thread-safe.
+class pause_hooks {
+public:
+  void add(std::function<void()> f) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    hooks_.push_back(std::move(f));
+  }
+  void fire() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& f : hooks_)
+      f();
+  }
+
+private:
+  std::mutex mtx_;
+  std::vector<std::function<void()>> hooks_;
+};
+
+using pause_hooks_ptr = std::shared_ptr<pause_hooks>;
+
 /// The state of one blocking run (its op runs in the worker's own thread).
 class blocking_state {
 public:
@@ -73,11 +98,16 @@ public:
   blocking_state& operator=(const blocking_state&) = delete;
 
   /// Before each run.
-  void reset(uint64_t index, const std::atomic<bool>* stop) {
+  void reset(uint64_t index, const std::atomic<bool>* stop, pause_hooks* hooks) {
     index_ = index;
     end_ = false;
     out_.clear();
     stop_ = stop;
+    hooks_ = hooks;
+  }
+  void on_pause(std::function<void()> f) {
+    if (hooks_)
+      hooks_->add(std::move(f));
   }
   blocking_run& run() noexcept { return run_; }
   uint64_t index() const noexcept { return index_; }
@@ -93,6 +123,7 @@ private:
   bool end_ = false;
   run_output out_;
   const std::atomic<bool>* stop_ = nullptr;
+  pause_hooks* hooks_ = nullptr;
   blocking_run run_{*this};
 };
 

@@ -215,7 +215,8 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
   auto stop = std::make_shared<std::atomic<bool>>(false);
   auto outcome = std::make_shared<runner_outcome>();
   d.with_coordinator = static_cast<bool>(coord);
-  runner_config cfg{d.queue, d.ops, d.opts, d.name, coord, stop, outcome};
+  runner_config cfg{d.queue, d.ops, d.opts,  d.name,
+                    coord,   stop,  outcome, std::make_shared<detail::pause_hooks>()};
   auto runner = detail::spawn_runner(sys, std::move(cfg));
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
   // A new start: exceptions_raised starts empty (QR-9).
@@ -273,10 +274,10 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
   }
   // A worker limited to one run: it enqueues what the run emitted and ends.
   auto& op = d.ops[index]; // the ops never change after construction
-  auto w =
-      detail::spawn_worker(sys, op,
-                           {d.queue, int32_t{1}, std::make_shared<std::atomic<bool>>(),
-                            d.opts.queue_closed_codes, caf::actor{}, uint64_t{1}, name});
+  auto w = detail::spawn_worker(
+      sys, op,
+      {d.queue, int32_t{1}, std::make_shared<std::atomic<bool>>(),
+       d.opts.queue_closed_codes, caf::actor{}, uint64_t{1}, name, nullptr});
   self->monitor(w);
   caf::error reason;
   self->receive([&](caf::down_msg& dm) { reason = dm.reason; });

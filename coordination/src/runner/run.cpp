@@ -347,6 +347,10 @@ void blocking_run::emit(std::vector<element> rows) {
   state_->out().add_rows(std::move(rows));
 }
 
+void blocking_run::on_pause(std::function<void()> hurry) {
+  state_->on_pause(std::move(hurry));
+}
+
 void blocking_run::end() {
   state_->end();
 }

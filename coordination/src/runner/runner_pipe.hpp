@@ -115,9 +115,16 @@ struct push_pipe {
   /// The worker waits for its upstream queues before it ends.
   bool ending = false;
   upstream_receipts upstream;
+  /// A pipeline checkpoint paused the worker (worker_pause_atom): no run
+  /// starts until it is resumed.
+  bool paused = false;
+  pause_hooks_ptr hooks;
+  /// Pause requests answered once an abandoned run is owed nothing.
+  std::vector<caf::typed_response_promise<bool>> pause_waiters;
 
   bool may_run() const {
-    return !finish && !run_active && static_cast<int32_t>(pushes.size()) < window;
+    return !finish && !run_active && !paused &&
+           static_cast<int32_t>(pushes.size()) < window;
   }
 };
 
@@ -141,6 +148,7 @@ void init_pipe(Self* self, push_pipe& p, worker_settings s) {
   p.runner = std::move(s.runner);
   p.max_runs = s.max_runs;
   p.name = std::move(s.name);
+  p.hooks = std::move(s.hooks);
   // A queue that is gone answers no push: the worker must not wait for it.
   self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {

@@ -48,12 +48,27 @@ using worker_end_atom = caf::atom_constant<caf::atom("qr_end")>;
 /// handle -> runner: (runner_status) -> (live workers, rows dropped, errors).
 using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
 
+/// pipeline -> runner: (runner_pause, true, limit) -> the names of the
+/// workers still in a run after `limit` (empty: every worker is paused, a
+/// pipeline checkpoint may look at the queues); (runner_pause, false, limit)
+/// lets them run again (docs/resume.md).
+using runner_pause_atom = caf::atom_constant<caf::atom("qr_pause")>;
+/// runner -> worker: (worker_pause, on) -> true once the worker is between
+/// runs and no answer is owed to a run: it starts no run and sends no push
+/// until (worker_pause, false). A run of an async op in progress is
+/// abandoned (what it took goes back, its pulls are withdrawn) and runs
+/// again after the pause; a blocking worker answers once its run is done.
+using worker_pause_atom = caf::atom_constant<caf::atom("qr_wpause")>;
+
 /// The runner actor's own interface: the public one, its handle's status
-/// request and its workers' end reports (process-local: the runner lives
-/// where its handle is, even when its queue is remote).
+/// request, its workers' end reports and the pipeline's pauses
+/// (process-local: the runner lives where its handle is, even when its
+/// queue is remote).
 using runner_impl_actor = queue_runner_actor::extend<
     caf::replies_to<runner_status_atom>::with<int32_t, int64_t, std::vector<caf::error>>,
-    caf::replies_to<worker_end_atom, uint64_t, int64_t, caf::error>::with<bool>>;
+    caf::replies_to<worker_end_atom, uint64_t, int64_t, caf::error>::with<bool>,
+    caf::replies_to<runner_pause_atom, bool,
+                    caf::timespan>::with<std::vector<std::string>>>;
 
 /// The one piece of memory a runner shares with its workers: its stop
 /// signal. A blocking op asks should_stop() from inside its run, while its
@@ -102,6 +117,8 @@ struct worker_settings {
   uint64_t max_runs = 0;
   /// `<runner>/<op>`: the origin of its errors.
   std::string name;
+  /// Where its blocking op registers what a checkpoint's pause calls.
+  pause_hooks_ptr hooks;
 };
 
 /// Spawns the worker of `op`: an async op on CAF's scheduler, a blocking op
@@ -120,6 +137,7 @@ struct runner_config {
   coordinator_actor coord;
   stop_flag stop;
   std::shared_ptr<runner_outcome> outcome;
+  pause_hooks_ptr hooks;
 };
 
 /// Spawns the runner actor (runner_actor.cpp).

@@ -29,7 +29,9 @@ using async_worker_ptr = caf::stateful_actor<async_worker_state>*;
 void start_async_run(async_worker_ptr self) {
   auto& st = self->state;
   st.pipe.run_scheduled = false;
-  if (!st.pipe.may_run())
+  // A run abandoned at a pause may still be owed answers: the next run
+  // starts once they came (async_settled).
+  if (!st.pipe.may_run() || (st.client.abandoned() && st.client.owed()))
     return;
   st.pipe.run_active = true;
   auto& c = st.client;
@@ -60,6 +62,40 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   }
   wind_down(self, st.pipe, std::move(reason));
   async_try_finish(self);
+}
+
+/// An abandoned run's last owed answer came: a pause waiting for it is
+/// answered, a worker that ends may end, a resumed one runs again.
+void async_settled(async_worker_ptr self) {
+  auto& p = self->state.pipe;
+  for (auto& rp : p.pause_waiters)
+    rp.deliver(true);
+  p.pause_waiters.clear();
+  async_try_finish(self);
+  if (!p.finish)
+    schedule_run(self, p);
+}
+
+/// A pipeline checkpoint pauses the worker (worker_pause_atom): a run in
+/// progress is abandoned, as at a stop, and the pause is answered once
+/// that run is owed nothing; resumed, the worker runs again.
+caf::result<bool> async_pause(async_worker_ptr self, bool on) {
+  auto& st = self->state;
+  auto& p = st.pipe;
+  p.paused = on;
+  if (!on) {
+    schedule_run(self, p);
+    return true;
+  }
+  if (p.run_active) {
+    p.run_active = false;
+    p.upstream.release(self, st.client.abandon());
+  }
+  if (!(st.client.abandoned() && st.client.owed()))
+    return true;
+  auto rp = self->make_response_promise<bool>();
+  p.pause_waiters.push_back(rp);
+  return rp;
 }
 
 void async_run_completed(async_worker_ptr self) {
@@ -151,7 +187,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
   st.fn = std::move(fn);
   init_pipe(self, st.pipe, std::move(s));
   st.client.on_complete([self] { async_run_completed(self); });
-  st.client.on_settled([self] { async_try_finish(self); });
+  st.client.on_settled([self] { async_settled(self); });
   st.client.on_pull(
       [self](const queue_actor& q) { self->state.pipe.upstream.pulling(self, q); });
   self->set_down_handler([self](caf::down_msg& dm) { async_worker_down(self, dm); });
@@ -178,6 +214,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
       [self](stop_atom) {
         async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
+      [self](worker_pause_atom, bool on) { return async_pause(self, on); },
   };
 }
 
@@ -201,7 +238,7 @@ void start_blocking_run(blocking_worker_ptr self) {
   if (!st.pipe.may_run())
     return;
   auto& r = st.run;
-  r.reset(st.pipe.runs++, st.pipe.stop.get());
+  r.reset(st.pipe.runs++, st.pipe.stop.get(), st.pipe.hooks.get());
   try {
     // Named in the exit report while it runs (quern::actor_system).
     exit_watch::in_run running{self->system(), st.pipe.name, r.index()};
@@ -243,6 +280,15 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
         wind_down(self, self->state.pipe,
                   caf::make_error(caf::exit_reason::user_shutdown));
         try_finish(self, self->state.pipe, false);
+      },
+      // Seen only between runs (the run holds this actor's thread): paused
+      // at once.
+      [self](worker_pause_atom, bool on) {
+        auto& p = self->state.pipe;
+        p.paused = on;
+        if (!on)
+          schedule_run(self, p);
+        return true;
       },
   };
 }

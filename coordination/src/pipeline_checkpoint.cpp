@@ -1,0 +1,206 @@
+// A pipeline's snapshot and restore (docs/resume.md): pause every runner
+// between runs, take every queue's rows and every part's state, let them run
+// again; put a snapshot back into a pipeline built the same way.
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <caf/actor_cast.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/error.hpp"
+
+#include "pipeline_state.hpp"
+#include "runner/runner_shared.hpp"
+
+namespace quern {
+
+namespace {
+
+/// A queue's name in a checkpoint: its node name (`_3_shuffle_batch` is
+/// `shuffle_batch`; the counter depends on what the process made before),
+/// or its shared_name.
+std::string checkpoint_name(const queue_spec& spec) {
+  const auto& r = spec.resource_name;
+  if (r.size() > 2 && r[0] == '_') {
+    auto end = r.find('_', 1);
+    if (end != std::string::npos && end > 1 &&
+        std::all_of(r.begin() + 1, r.begin() + static_cast<std::ptrdiff_t>(end),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+      return r.substr(end + 1);
+  }
+  return r;
+}
+
+std::string seconds(caf::timespan t) {
+  std::ostringstream os;
+  os << std::chrono::duration<double>(t).count() << " s";
+  return os.str();
+}
+
+/// The queues of a pipeline (its runners' and its consumers'), each once,
+/// by checkpoint name.
+std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
+                                             const consumer::state& st) {
+  std::vector<queue_actor> all;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    for (auto& r : st.runners)
+      all.push_back(r.queue());
+    all.insert(all.end(), st.consumed.begin(), st.consumed.end());
+  }
+  std::set<caf::actor_addr> seen;
+  std::map<std::string, queue_actor> out;
+  for (auto& q : all) {
+    if (!seen.insert(q.address()).second)
+      continue;
+    auto name = checkpoint_name(blocking_queue{sys, q}.spec());
+    if (!out.emplace(name, q).second)
+      throw invalid_argument_error(
+          "two queues of this pipeline are named '" + name +
+          "': a checkpoint tells queues by name (give them different names, e.g. "
+          "batch_options::name)");
+  }
+  return out;
+}
+
+/// The runner actors of the runners started and still running.
+std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
+  std::vector<detail::runner_impl_actor> out;
+  std::lock_guard<std::mutex> guard{st.mtx};
+  for (auto& r : st.runners)
+    if (r.running())
+      if (auto a = caf::actor_cast<detail::runner_impl_actor>(r.runner()))
+        out.push_back(std::move(a));
+  return out;
+}
+
+/// Pauses (or resumes) every runner at once; returns the workers that did
+/// not pause within `limit`. A runner that ended meanwhile runs no more.
+std::vector<std::string> pause_all(caf::actor_system& sys,
+                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   bool on, caf::timespan limit) {
+  std::vector<std::string> late;
+  if (runners.empty())
+    return late;
+  caf::scoped_actor self{sys};
+  // Every request goes out before the first answer is awaited: the runners
+  // pause together.
+  using answer = decltype(self->request(runners.front(), limit,
+                                        detail::runner_pause_atom::value, on, limit));
+  std::vector<answer> answers;
+  for (auto& r : runners)
+    answers.push_back(self->request(r, limit + std::chrono::seconds(5),
+                                    detail::runner_pause_atom::value, on, limit));
+  for (auto& a : answers)
+    a.receive(
+        [&](std::vector<std::string>& names) {
+          late.insert(late.end(), names.begin(), names.end());
+        },
+        [](caf::error&) {});
+  return late;
+}
+
+} // namespace
+
+void pipeline::add_checkpoint_part(std::string name, std::function<std::string()> save,
+                                   std::function<void(const std::string&)> restore) {
+  if (name.empty() || !save || !restore)
+    throw invalid_argument_error(
+        "add_checkpoint_part needs a name, a save and a restore function");
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  for (auto& p : state_->parts)
+    if (p.name == name)
+      throw invalid_argument_error("this pipeline has a checkpoint part named '" + name +
+                                   "' already");
+  state_->parts.push_back({std::move(name), std::move(save), std::move(restore)});
+}
+
+pipeline_snapshot pipeline::snapshot(int64_t step) {
+  auto queues = queues_of(sys_, *state_);
+  auto runners = running(*state_);
+  auto limit = opts_.checkpoint_pause_limit;
+  auto late = pause_all(sys_, runners, true, limit);
+  // However this ends, the runners run again.
+  struct resume_at_exit {
+    caf::actor_system& sys;
+    const std::vector<detail::runner_impl_actor>& runners;
+    caf::timespan limit;
+    ~resume_at_exit() { pause_all(sys, runners, false, limit); }
+  } resume{sys_, runners, limit};
+  if (!late.empty()) {
+    std::string names;
+    for (auto& n : late)
+      names += (names.empty() ? "'" : ", '") + n + "'";
+    throw deadline_exceeded_error(
+        "checkpoint at step " + std::to_string(step) + " not taken: worker(s) " + names +
+        " did not pause within " + seconds(limit) +
+        " (a blocking op waits inside its run for something that does not come, e.g. "
+        "a dequeue from an empty queue); nothing was saved and the pipeline runs on");
+  }
+  pipeline_snapshot s;
+  s.step = step;
+  for (auto& [name, q] : queues)
+    s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
+  std::vector<consumer::state::part> parts;
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    parts = state_->parts;
+  }
+  for (auto& p : parts)
+    s.parts.emplace(p.name, p.save());
+  return s;
+}
+
+void pipeline::restore(const pipeline_snapshot& s) {
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    for (auto& r : state_->runners)
+      if (r.started())
+        throw failed_precondition_error(
+            "restore a pipeline before start_queue_runners: runner '" + r.name() +
+            "' has started");
+  }
+  auto queues = queues_of(sys_, *state_);
+  std::vector<consumer::state::part> parts;
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    parts = state_->parts;
+  }
+  // Every name first: nothing is restored into a pipeline built otherwise.
+  auto missing = [](const std::string& what, const std::string& name,
+                    const std::string& where) {
+    return invalid_argument_error("the checkpoint does not fit this pipeline: " + what +
+                                  " '" + name + "' " + where +
+                                  " (build the pipeline as the checkpointed run did)");
+  };
+  for (auto& [name, q] : queues)
+    if (!s.queues.count(name))
+      throw missing("queue", name, "of this pipeline is not in the checkpoint");
+  for (auto& [name, qs] : s.queues)
+    if (!queues.count(name))
+      throw missing("queue", name, "of the checkpoint is not in this pipeline");
+  std::set<std::string> part_names;
+  for (auto& p : parts) {
+    part_names.insert(p.name);
+    if (!s.parts.count(p.name))
+      throw missing("part", p.name, "of this pipeline is not in the checkpoint");
+  }
+  for (auto& [name, bytes] : s.parts)
+    if (!part_names.count(name))
+      throw missing("part", name, "of the checkpoint is not in this pipeline");
+  for (auto& [name, q] : queues)
+    blocking_queue{sys_, q}.restore(s.queues.at(name));
+  for (auto& p : parts)
+    p.restore(s.parts.at(p.name));
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  state_->restored_step = s.step;
+}
+
+int64_t pipeline::restored_step() const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->restored_step;
+}
+
+} // namespace quern

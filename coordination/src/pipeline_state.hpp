@@ -1,0 +1,33 @@
+#pragma once
+
+// What a pipeline and its consumers share (private to coordination/): the
+// runners, the consumed queues and the checkpoint parts (pipeline.cpp,
+// pipeline_checkpoint.cpp).
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "quern/pipeline.hpp"
+
+namespace quern {
+
+struct consumer::state {
+  pipeline_options opts;
+  mutable std::mutex mtx;
+  std::vector<queue_runner> runners;
+  /// Queues handed to consumers (make_consumer): checkpointed with the
+  /// runners' queues.
+  std::vector<queue_actor> consumed;
+  struct part {
+    std::string name;
+    std::function<std::string()> save;
+    std::function<void(const std::string&)> restore;
+  };
+  std::vector<part> parts;
+  int64_t restored_step = 0;
+};
+
+} // namespace quern
