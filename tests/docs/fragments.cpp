@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include "quern/blocking_queue.hpp"
+#include "quern/checkpoint_file.hpp"
 #include "quern/command_line.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/input/decode_csv.hpp"
@@ -22,6 +23,7 @@
 #include "quern/queue.hpp"
 #include "quern/queue_runner.hpp"
 #include "quern/remote.hpp"
+#include "quern/state_bytes.hpp"
 #include "quern/stop_on_signals.hpp"
 #include "quern/summary/summary_writer.hpp"
 
@@ -291,6 +293,27 @@ auto node = quern::connect(sys, "queues.example.net:7000");  // checks the files
 quern::batch_reader reader{sys, node.queue("examples"), 64};
 // docs-snippet-end
 return 0;
+}
+
+void resume_checkpoint_file(int64_t step, int64_t examples_seen, std::string current_file) {
+// docs-snippet-begin: resume-checkpoint-file
+quern::state_writer state;  // the state codec: integers, strings, tensors, elements
+state.write_i64(examples_seen).write_string(current_file);
+quern::checkpoint_contents c;
+c.step = step;
+c.sections["my/progress"] = state.take();
+quern::write_checkpoint("ckpt", c, /*keep_last=*/3);  // ckpt/ckpt-<step>.quern
+
+std::vector<std::string> refused;  // newer files that did not read, and why
+if (auto latest = quern::read_latest_checkpoint("ckpt", &refused)) {
+  for (auto& why : refused)
+    std::cerr << "passed over " << why << "\n";
+  quern::state_reader r{latest->sections.at("my/progress"), "my progress"};
+  examples_seen = r.read_i64();  // data_loss_error if the bytes do not read
+  current_file = r.read_string();
+  r.expect_end();
+}
+// docs-snippet-end
 }
 
 } // namespace quern::doc_fragments

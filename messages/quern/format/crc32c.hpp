@@ -1,7 +1,9 @@
 #pragma once
 
 // CRC-32C (docs/semantics.md SW-21) and TFRecord's masking of it: the
-// checksums of the TFRecord framing (quern/format/record.hpp).
+// checksums of the TFRecord framing (quern/format/record.hpp, logging/) and of
+// checkpoint files (quern/checkpoint_file.hpp, runtime/). It lives in
+// messages/, below both.
 
 #include <cstddef>
 #include <cstdint>
