@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include <caf/actor_system.hpp>
 
 #include "quern/blocking_queue.hpp"
+#include "quern/checkpoint_file.hpp"
 #include "quern/coordination.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/interfaces.hpp"
@@ -55,6 +57,15 @@ struct pipeline_options {
 
   // -- checkpoints (docs/resume.md) ------------------------------------------------
 
+  /// Where checkpoint() writes `ckpt-<step>.quern` files (created if
+  /// missing); empty: checkpoint() is refused.
+  std::string checkpoint_dir;
+  /// start_queue_runners() first restores the newest checkpoint of
+  /// checkpoint_dir that reads (none there: the run starts from the
+  /// beginning, restored_step() 0).
+  bool restore = false;
+  /// The checkpoint files kept: older ones are removed after each write.
+  int keep_checkpoints = 3;
   /// How long snapshot() waits for every runner to pause between runs
   /// before it gives up (nothing is saved then, and the pipeline runs on).
   caf::timespan checkpoint_pause_limit = std::chrono::seconds(10);
@@ -160,8 +171,8 @@ public:
   /// Something with state of its own that a checkpoint saves and a restore
   /// puts back (the input helpers add their producers' epoch counters and
   /// their readers' positions): `save` runs while every runner is paused,
-  /// `restore` before any runner starts. Names are unique in a pipeline
-  /// (invalid_argument_error).
+  /// `restore` before any runner starts. Names must be unique in a pipeline:
+  /// snapshot and restore refuse two of one name (invalid_argument_error).
   void add_checkpoint_part(std::string name, std::function<std::string()> save,
                            std::function<void(const std::string&)> restore);
 
@@ -186,6 +197,23 @@ public:
   void restore(const pipeline_snapshot& s);
   /// The step of the restored snapshot (0 without one).
   int64_t restored_step() const;
+
+  /// snapshot(step) written to options().checkpoint_dir as
+  /// `ckpt-<step>.quern`, whole or not at all (docs/resume.md); the runners
+  /// run again before the file is encoded and written. Returns its path.
+  /// Throws snapshot()'s errors, invalid_argument_error without a
+  /// checkpoint_dir, and the write's I/O error (earlier checkpoints stay).
+  std::string checkpoint(int64_t step);
+  /// Restores the newest checkpoint of options().checkpoint_dir that reads
+  /// (a damaged newer one is passed over with a warning naming it and why)
+  /// and returns its path; none: nothing is restored. start_queue_runners
+  /// calls it with options().restore.
+  std::optional<std::string> restore_latest();
+  /// The snapshot as a checkpoint file's sections, and back (the sections
+  /// `queue/<name>` and `part/<name>`); from_checkpoint throws
+  /// data_loss_error naming a section that does not read.
+  static checkpoint_contents to_checkpoint(const pipeline_snapshot& s);
+  static pipeline_snapshot from_checkpoint(const checkpoint_contents& c);
 
 private:
   caf::actor_system& sys_;

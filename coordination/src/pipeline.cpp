@@ -177,6 +177,14 @@ std::vector<caf::actor> pipeline::start_queue_runners() {
 }
 
 std::vector<caf::actor> pipeline::start_queue_runners(const coordinator_actor& coord) {
+  bool restore_first = false;
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    restore_first = opts_.restore && !state_->restore_tried;
+    state_->restore_tried = true;
+  }
+  if (restore_first)
+    restore_latest();
   auto runners = queue_runners();
   if (runners.empty())
     std::cerr << "quern: warning: start_queue_runners: the pipeline has no queue "

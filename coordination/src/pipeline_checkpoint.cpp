@@ -3,6 +3,7 @@
 // again; put a snapshot back into a pipeline built the same way.
 
 #include <algorithm>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -65,6 +66,22 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
   return out;
 }
 
+/// The checkpoint parts, each name once.
+std::vector<consumer::state::part> parts_of(const consumer::state& st) {
+  std::vector<consumer::state::part> parts;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    parts = st.parts;
+  }
+  std::set<std::string> names;
+  for (auto& p : parts)
+    if (!names.insert(p.name).second)
+      throw invalid_argument_error(
+          "two checkpoint parts of this pipeline are named '" + p.name +
+          "': a checkpoint tells them by name (give the helpers different names)");
+  return parts;
+}
+
 /// The runner actors of the runners started and still running.
 std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
   std::vector<detail::runner_impl_actor> out;
@@ -109,16 +126,15 @@ void pipeline::add_checkpoint_part(std::string name, std::function<std::string()
   if (name.empty() || !save || !restore)
     throw invalid_argument_error(
         "add_checkpoint_part needs a name, a save and a restore function");
+  // Two parts of one name are refused by snapshot and restore, not here: a
+  // pipeline that never checkpoints may build two helpers of one scope.
   std::lock_guard<std::mutex> guard{state_->mtx};
-  for (auto& p : state_->parts)
-    if (p.name == name)
-      throw invalid_argument_error("this pipeline has a checkpoint part named '" + name +
-                                   "' already");
   state_->parts.push_back({std::move(name), std::move(save), std::move(restore)});
 }
 
 pipeline_snapshot pipeline::snapshot(int64_t step) {
   auto queues = queues_of(sys_, *state_);
+  auto parts = parts_of(*state_);
   auto runners = running(*state_);
   auto limit = opts_.checkpoint_pause_limit;
   auto late = pause_all(sys_, runners, true, limit);
@@ -143,11 +159,6 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   s.step = step;
   for (auto& [name, q] : queues)
     s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
-  std::vector<consumer::state::part> parts;
-  {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    parts = state_->parts;
-  }
   for (auto& p : parts)
     s.parts.emplace(p.name, p.save());
   return s;
@@ -163,11 +174,7 @@ void pipeline::restore(const pipeline_snapshot& s) {
             "' has started");
   }
   auto queues = queues_of(sys_, *state_);
-  std::vector<consumer::state::part> parts;
-  {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    parts = state_->parts;
-  }
+  auto parts = parts_of(*state_);
   // Every name first: nothing is restored into a pipeline built otherwise.
   auto missing = [](const std::string& what, const std::string& name,
                     const std::string& where) {
@@ -196,6 +203,58 @@ void pipeline::restore(const pipeline_snapshot& s) {
     p.restore(s.parts.at(p.name));
   std::lock_guard<std::mutex> guard{state_->mtx};
   state_->restored_step = s.step;
+}
+
+checkpoint_contents pipeline::to_checkpoint(const pipeline_snapshot& s) {
+  checkpoint_contents c;
+  c.step = s.step;
+  for (auto& [name, q] : s.queues)
+    c.sections.emplace("queue/" + name, encode_queue_state(q));
+  for (auto& [name, bytes] : s.parts)
+    c.sections.emplace("part/" + name, bytes);
+  return c;
+}
+
+pipeline_snapshot pipeline::from_checkpoint(const checkpoint_contents& c) {
+  pipeline_snapshot s;
+  s.step = c.step;
+  for (auto& [section, bytes] : c.sections) {
+    if (section.rfind("queue/", 0) == 0) {
+      auto name = section.substr(6);
+      s.queues.emplace(
+          name, decode_queue_state(bytes, "the checkpoint of queue '" + name + "'"));
+    } else if (section.rfind("part/", 0) == 0) {
+      s.parts.emplace(section.substr(5), bytes);
+    } else {
+      throw data_loss_error("a pipeline checkpoint has no section '" + section + "'");
+    }
+  }
+  return s;
+}
+
+std::string pipeline::checkpoint(int64_t step) {
+  if (opts_.checkpoint_dir.empty())
+    throw invalid_argument_error(
+        "pipeline::checkpoint needs pipeline_options::checkpoint_dir");
+  // The runners run again before the file is encoded and written.
+  auto s = snapshot(step);
+  return write_checkpoint(opts_.checkpoint_dir, to_checkpoint(s), opts_.keep_checkpoints);
+}
+
+std::optional<std::string> pipeline::restore_latest() {
+  if (opts_.checkpoint_dir.empty())
+    throw invalid_argument_error(
+        "pipeline::restore_latest needs pipeline_options::checkpoint_dir");
+  std::vector<std::string> refused;
+  std::string path;
+  auto c = read_latest_checkpoint(opts_.checkpoint_dir, &refused, &path);
+  for (auto& why : refused)
+    std::cerr << "quern: warning: passing over a checkpoint that does not read: " << why
+              << '\n';
+  if (!c)
+    return std::nullopt;
+  restore(from_checkpoint(*c));
+  return path;
 }
 
 int64_t pipeline::restored_step() const {

@@ -28,6 +28,8 @@ struct consumer::state {
   };
   std::vector<part> parts;
   int64_t restored_step = 0;
+  /// options().restore was acted on (by the first start_queue_runners).
+  bool restore_tried = false;
 };
 
 } // namespace quern

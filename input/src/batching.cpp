@@ -46,6 +46,19 @@ example_source& example_source::with_signature(example_signature sig) {
   return *this;
 }
 
+example_source& example_source::with_state(std::shared_ptr<const source_state> state) {
+  if (!state || state->name.empty() || !state->save || !state->restore)
+    throw argument_error("example_source::with_state needs a name, a save and a restore "
+                         "function");
+  state_ = std::move(state);
+  return *this;
+}
+
+example_source& example_source::stateless() {
+  stateless_ = true;
+  return *this;
+}
+
 namespace {
 
 std::string dtypes_text(const std::vector<dtype>& dtypes) {
@@ -204,6 +217,34 @@ element batched::next(blocking_queue& in) const {
 
 namespace {
 
+/// The checkpoint parts of a helper's function sources: each state once,
+/// and for a function with neither state nor stateless() a part that makes
+/// a checkpoint fail, naming it.
+void add_source_states(pipeline& pipe, const std::vector<example_source>& sources,
+                       const std::string& scope) {
+  std::vector<const source_state*> added;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto& src = sources[i];
+    if (!src.function() || src.is_stateless())
+      continue;
+    if (auto& st = src.state()) {
+      if (std::find(added.begin(), added.end(), st.get()) != added.end())
+        continue;
+      added.push_back(st.get());
+      pipe.add_checkpoint_part(st->name, st->save, st->restore);
+      continue;
+    }
+    auto why = "cannot checkpoint source " + std::to_string(i) + " of '" + scope +
+               "': it is an example function whose state quern cannot save (declare "
+               "it with example_source::stateless() if it keeps none between calls, "
+               "or give it with_state)";
+    pipe.add_checkpoint_part(
+        scope + "/source" + std::to_string(i),
+        [why]() -> std::string { throw failed_precondition_error(why); },
+        [why](const std::string&) { throw failed_precondition_error(why); });
+  }
+}
+
 batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool replicate,
                    bool shuffle, const keep_fn& keep, batch_options opts,
                    const std::string& helper) {
@@ -272,6 +313,7 @@ batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool rep
   queue_runner_options ro;
   ro.name = scope;
   pipe.add_queue_runner(queue_runner{q, std::move(ops), ro});
+  add_source_states(pipe, sources, scope);
   batched result;
   result.queue = q;
   result.batch_size = opts.batch_size;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/meta/type_name.hpp>
@@ -43,5 +44,13 @@ struct queue_state {
              x.close_waiting, x.closed, x.generator);
   }
 };
+
+/// The bytes of a queue_state in a checkpoint file (docs/resume.md): a
+/// format version, closed, close_waiting, the generator, then the stored
+/// and the waiting batches (state_writer's elements).
+std::string encode_queue_state(const queue_state& s);
+/// Reads encode_queue_state's bytes; throws data_loss_error naming `what`
+/// (the queue) and the problem.
+queue_state decode_queue_state(std::string_view bytes, const std::string& what);
 
 } // namespace quern

@@ -1,5 +1,4 @@
 #include "quern/queue_spec.hpp"
-#include "quern/queue_state.hpp"
 
 #include <algorithm>
 
@@ -44,29 +43,6 @@ element element_from_names(const queue_spec& spec,
         break;
       }
   return e;
-}
-
-} // namespace quern
-
-namespace quern {
-
-namespace {
-
-int64_t rows_of(const std::vector<element>& batches) {
-  int64_t n = 0;
-  for (auto& b : batches)
-    n += b.batch_size();
-  return n;
-}
-
-} // namespace
-
-int64_t queue_state::stored_rows() const {
-  return rows_of(stored);
-}
-
-int64_t queue_state::waiting_rows() const {
-  return rows_of(waiting);
 }
 
 } // namespace quern

@@ -6,89 +6,27 @@
 // deliver what the unbroken run does: every example exactly num_epochs times,
 // and, where the unbroken run's order is fixed, the same order.
 
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "quern/coordinator.hpp"
-#include "quern/input/batching.hpp"
-#include "quern/input/producers.hpp"
-#include "quern/messages.hpp"
-#include "quern/pipeline.hpp"
+
+#include "resume_pipeline.hpp"
+#include "temp_dir.hpp"
 
 using namespace quern;
+using namespace quern::test;
 
 namespace {
-
-using values = std::vector<int32_t>;
-
-enum class shape { fifo_batch, shuffle_batch, batch_join };
-
-struct setup {
-  shape kind = shape::fifo_batch;
-  int32_t examples = 60;
-  int64_t epochs = 3;
-  int32_t threads = 1;
-};
-
-/// A pipeline of range_input_producer -> a batching helper fed from the
-/// producer's queue by `threads` async workers, with its consumer.
-struct built {
-  pipeline pipe;
-  batched b;
-
-  built(caf::actor_system& sys, const setup& s) : pipe{sys} {
-    producer_options po;
-    po.num_epochs = s.epochs;
-    po.seed = 11;
-    po.capacity = 16;
-    auto indices = range_input_producer(pipe, s.examples, po);
-    batch_options o;
-    o.batch_size = 4;
-    o.dtypes = {dtype::int32};
-    o.shapes = {tensor_shape{}};
-    o.allow_smaller_final_batch = true;
-    o.num_threads = s.threads;
-    switch (s.kind) {
-    case shape::fifo_batch:
-      o.capacity = 8;
-      b = batch(pipe, example_source::dequeue_from(indices, 3), o);
-      break;
-    case shape::shuffle_batch:
-      o.min_after_dequeue = 10;
-      o.capacity = 30;
-      o.seed = 5;
-      b = shuffle_batch(pipe, example_source::dequeue_from(indices, 3), o);
-      break;
-    case shape::batch_join: {
-      o.capacity = 10;
-      std::vector<example_source> sources;
-      for (int32_t i = 0; i < s.threads; ++i)
-        sources.push_back(example_source::dequeue_from(indices, 2));
-      b = batch_join(pipe, std::move(sources), o);
-      break;
-    }
-    }
-  }
-};
-
-/// Appends the values of up to `steps` batches (all of them when none);
-/// returns false at the end of the data.
-bool consume(consumer& in, const batched& b, std::optional<int> steps, values& out) {
-  for (int i = 0; !steps || i < *steps; ++i) {
-    try {
-      for (auto x : b.next(in)[0].to_vector<int32_t>())
-        out.push_back(x);
-    } catch (const out_of_range_error&) {
-      return false;
-    }
-  }
-  return true;
-}
 
 values unbroken(const setup& s) {
   quern::config cfg;
@@ -220,5 +158,130 @@ TEST_CASE("RS-6 restore refuses a pipeline built otherwise, and a started one",
     built p{sys, s};
     snap.parts.begin()->second = "garbage";
     CHECK_THROWS_AS(p.pipe.restore(snap), data_loss_error);
+  }
+}
+
+TEST_CASE("RS-7 checkpoint files: restore=true goes on from the newest one that reads",
+          "[RS-7][CK-5]") {
+  temp_dir dir;
+  setup s;
+  s.kind = shape::fifo_batch;
+  auto expected = unbroken(s);
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline_options po;
+  po.checkpoint_dir = dir.path();
+  po.restore = true;
+  values out;
+  {
+    built p{sys, s, po};
+    p.pipe.start_queue_runners(); // nothing to restore yet
+    CHECK(p.pipe.restored_step() == 0);
+    auto in = p.pipe.make_consumer(p.b.queue);
+    consume(in, p.b, 5, out);
+    CHECK(p.pipe.checkpoint(5) == checkpoint_path(dir.path(), 5));
+    values later;
+    consume(in, p.b, 4, later);
+    p.pipe.checkpoint(9);
+  }
+  SECTION("the newest") {
+    built p{sys, s, po};
+    p.pipe.start_queue_runners();
+    CHECK(p.pipe.restored_step() == 9);
+    values rest;
+    auto in = p.pipe.make_consumer(p.b.queue);
+    consume(in, p.b, std::nullopt, rest);
+    values first_nine(expected.begin(), expected.begin() + 36);
+    first_nine.insert(first_nine.end(), rest.begin(), rest.end());
+    CHECK(first_nine == expected);
+  }
+  SECTION("a damaged newest falls back to the one before") {
+    auto newest = checkpoint_path(dir.path(), 9);
+    {
+      std::fstream f{newest, std::ios::in | std::ios::out | std::ios::binary};
+      f.seekp(40);
+      f.put('\x7f');
+    }
+    built p{sys, s, po};
+    p.pipe.start_queue_runners();
+    CHECK(p.pipe.restored_step() == 5);
+    auto in = p.pipe.make_consumer(p.b.queue);
+    consume(in, p.b, std::nullopt, out);
+    CHECK(out == expected);
+  }
+}
+
+TEST_CASE("RS-7 a process killed with SIGKILL after its checkpoint is resumed exactly",
+          "[RS-7]") {
+  for (auto [kind, before, after] :
+       {std::tuple{shape::fifo_batch, 1, 1}, std::tuple{shape::shuffle_batch, 3, 1},
+        std::tuple{shape::batch_join, 1, 8}}) {
+    temp_dir dir;
+    setup s;
+    s.kind = kind;
+    s.threads = before;
+    int at = 17;
+    auto cmd = "exec " + std::string{QUERN_RESUME_CHILD_PATH} + " " + dir.path() + " " +
+               std::to_string(static_cast<int>(kind)) + " " + std::to_string(before) +
+               " " + std::to_string(at) + " 6";
+    INFO(cmd);
+    auto status = std::system(cmd.c_str());
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    values out;
+    {
+      std::ifstream f{dir / "delivered"};
+      for (int32_t x; f >> x;)
+        out.push_back(x);
+    }
+    REQUIRE(out.size() == static_cast<size_t>(at * 4));
+    quern::config cfg;
+    caf::actor_system sys{cfg};
+    pipeline_options po;
+    po.checkpoint_dir = dir.path();
+    po.restore = true;
+    s.threads = after;
+    built p{sys, s, po};
+    p.pipe.start_queue_runners();
+    CHECK(p.pipe.restored_step() == at);
+    auto in = p.pipe.make_consumer(p.b.queue);
+    consume(in, p.b, std::nullopt, out);
+    if (kind == shape::fifo_batch)
+      CHECK(out == unbroken(s));
+    check_each_epochs_times(out, s);
+  }
+}
+
+TEST_CASE("RS-6 a function source without state refuses the checkpoint, naming it",
+          "[RS-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  int32_t next = 0;
+  batch_options o;
+  o.batch_size = 2;
+  o.dtypes = {dtype::int32};
+  o.shapes = {tensor_shape{}};
+  auto b =
+      batch(pipe, example_source{[&next] { return element{tensor::scalar(next++)}; }}, o);
+  pipe.start_queue_runners();
+  auto in = pipe.make_consumer(b.queue);
+  b.next(in);
+  CHECK_THROWS_WITH(pipe.snapshot(1),
+                    Catch::Contains("cannot checkpoint source 0 of 'batch'") &&
+                        Catch::Contains("stateless()"));
+  // Nothing changed: the pipeline runs on.
+  CHECK(b.next(in)[0].to_vector<int32_t>().size() == 2);
+  SECTION("declared stateless, it is checkpointed") {
+    pipeline other{sys};
+    auto c = batch(other, example_source{[] {
+                            return element{tensor::scalar(int32_t{7})};
+                          }}.stateless(),
+                   o);
+    other.start_queue_runners();
+    auto in2 = other.make_consumer(c.queue);
+    c.next(in2);
+    auto snap = other.snapshot(1);
+    CHECK(snap.queues.count("batch") == 1);
   }
 }

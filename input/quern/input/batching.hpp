@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -53,6 +54,17 @@ struct example_signature {
   bool enqueue_many = false;
 };
 
+/// What a checkpoint saves of an example function that keeps state between
+/// calls (docs/resume.md): a reader's place in its files, a generator. The
+/// batching helper adds it to the pipeline as a checkpoint part named
+/// `name` (once, however many sources share it); `save` runs while the
+/// pipeline's runners are paused, `restore` before they start.
+struct source_state {
+  std::string name;
+  std::function<std::string()> save;
+  std::function<void(const std::string&)> restore;
+};
+
 class example_source {
 public:
   /// A blocking function (runs in its own worker thread).
@@ -72,6 +84,18 @@ public:
 
   /// Declares what this source's results are (see example_signature).
   example_source& with_signature(example_signature sig);
+
+  /// Checkpoints (docs/resume.md). A checkpoint of a pipeline must know
+  /// what an example function keeps between calls: with_state gives it
+  /// (csv_source does), stateless() says there is nothing (the function
+  /// takes all it needs from queues). A function source with neither makes
+  /// pipeline::snapshot fail with failed_precondition_error naming it,
+  /// rather than save a pipeline it could not restore exactly. Queue and
+  /// enqueue-op sources need neither.
+  example_source& with_state(std::shared_ptr<const source_state> state);
+  example_source& stateless();
+  const std::shared_ptr<const source_state>& state() const noexcept { return state_; }
+  bool is_stateless() const noexcept { return stateless_; }
   const std::optional<example_signature>& signature() const noexcept {
     return signature_;
   }
@@ -85,6 +109,8 @@ private:
   explicit example_source(upstream_queue q) : kind_(std::move(q)) {}
   std::variant<example_fn, enqueue_op, upstream_queue> kind_;
   std::optional<example_signature> signature_;
+  std::shared_ptr<const source_state> state_;
+  bool stateless_ = false;
 };
 
 struct batch_options {
