@@ -15,7 +15,9 @@
 #include "quern/checkpoint_file.hpp"
 #include "quern/command_line.hpp"
 #include "quern/coordinator.hpp"
+#include "quern/input/batching.hpp"
 #include "quern/input/decode_csv.hpp"
+#include "quern/input/producers.hpp"
 #include "quern/input/readers.hpp"
 #include "quern/input/tf_record.hpp"
 #include "quern/messages.hpp"
@@ -312,6 +314,31 @@ if (auto latest = quern::read_latest_checkpoint("ckpt", &refused)) {
   examples_seen = r.read_i64();  // data_loss_error if the bytes do not read
   current_file = r.read_string();
   r.expect_end();
+}
+// docs-snippet-end
+}
+
+void resume_pipeline(quern::actor_system& sys, quern::coordinator& coord,
+                     quern::producer_options po_epochs, quern::batch_options bo,
+                     const std::function<void(const quern::element&)>& train) {
+// docs-snippet-begin: resume-pipeline
+quern::pipeline_options po;
+po.checkpoint_dir = "runs/a/ckpt";
+po.restore = true;  // start_queue_runners first restores the newest checkpoint there
+quern::pipeline pipe{sys, po};
+// the input helpers as usual (string_input_producer, csv_source, shuffle_batch_join ...)
+auto indices = quern::range_input_producer(pipe, 1000, po_epochs);
+auto batch = quern::batch(pipe, quern::example_source::dequeue_from(indices), bo);
+auto threads = pipe.start_queue_runners(coord);
+auto in = pipe.make_consumer(batch.queue);
+int64_t step = pipe.restored_step();  // 0 on a fresh start
+try {
+  for (;;) {
+    train(batch.next(in));  // out_of_range_error at the end of the last epoch
+    if (++step % 1000 == 0)
+      pipe.checkpoint(step);  // ckpt-<step>.quern: `step` batches were trained
+  }
+} catch (const quern::out_of_range_error&) {
 }
 // docs-snippet-end
 }
