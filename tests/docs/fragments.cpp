@@ -171,6 +171,25 @@ writer.flush();                       // waits until all is stored, throws the f
 // docs-snippet-end
 }
 
+void input_reader_state(quern::actor_system& sys, quern::queue_actor filename_queue) {
+// docs-snippet-begin: input-reader-state
+// TF: state = reader.serialize_state()  (TensorFlow: WholeFileReader only)
+quern::blocking_queue filenames{sys, filename_queue};
+quern::text_line_reader reader{/*skip_header_lines=*/1};
+auto first = reader.read(filenames);           // "data.csv:2"
+std::string state = reader.serialize_state();  // kind, options, counts, file, offset
+
+quern::text_line_reader resumed{1};            // later, or in another process
+resumed.restore_state(state);                  // reopens data.csv at line 3
+auto second = resumed.read(filenames);         // "data.csv:3", as `reader` would read it
+
+// A unit in progress handed to another reader (a lost reader's file):
+quern::text_line_reader other{1};
+if (auto at = resumed.current_work())          // data.csv, its offset, 2 records
+  other.continue_work(*at);                    // other reads "data.csv:4" next
+// docs-snippet-end
+}
+
 void input_values(quern::actor_system& sys, quern::queue_actor filename_queue) {
 // docs-snippet-begin: input-values
 // reader = tf.TextLineReader(skip_header_lines=1)

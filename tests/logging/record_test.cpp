@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "quern/error.hpp"
@@ -104,6 +105,37 @@ TEST_CASE("SW-22 reader reads every record and stops cleanly at eof", "[SW-22]")
   CHECK(is(err, error_code::out_of_range));
   CHECK(error_text(err) == "eof");
   CHECK(is(reader.next(payload), error_code::out_of_range));
+}
+
+TEST_CASE("SW-22 a reader started at a record's offset reads on from it, offsets counted "
+          "from the start of the file",
+          "[SW-22]") {
+  auto buf = three_records(); // at 0, 21, 37
+  temp_dir dir;
+  test::write_file(dir / "f", buf);
+  record_reader file{dir / "f", 21};
+  CHECK(file.offset() == 21);
+  std::string payload;
+  REQUIRE(!file.next(payload));
+  CHECK(payload.empty());
+  CHECK(file.offset() == 37);
+  REQUIRE(!file.next(payload));
+  CHECK(payload == std::string(300, 'z'));
+  CHECK(is(file.next(payload), error_code::out_of_range));
+  // Over a byte source that starts at 37; damage there says its offset in
+  // the whole data.
+  auto tail = buf.substr(37, 20);
+  size_t at = 0;
+  record_reader bytes{[&](char* dst, size_t n, size_t& got) -> caf::error {
+                        got = std::min(n, tail.size() - at);
+                        std::copy_n(tail.data() + at, got, dst);
+                        at += got;
+                        return caf::none;
+                      },
+                      37};
+  auto err = bytes.next(payload);
+  CHECK(is(err, error_code::data_loss));
+  CHECK(error_text(err) == "truncated record at 49");
 }
 
 TEST_CASE("SW-22 truncated records are reported with the offset of the failing read",

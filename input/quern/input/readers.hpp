@@ -2,7 +2,9 @@
 
 // Readers with TensorFlow 1.x's semantics (docs/semantics.md RD-1..RD-7): a
 // reader takes work units (file names) from a queue of scalar strings and
-// turns each file into (key, value) records, as TF's ReaderBase does.
+// turns each file into (key, value) records, as TF's ReaderBase does. Every
+// kind has TF's serialize_state / restore_state (RD-9), and hands its work
+// unit in progress to another reader (current_work, continue_work: RD-10).
 //
 // These readers BLOCK: they read files and wait on a blocking_queue. Use
 // them in detached actors (e.g. a queue runner's blocking_op worker) or in
@@ -26,7 +28,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quern/blocking_queue.hpp"
@@ -68,6 +72,33 @@ public:
   /// whole-file source after its one record): the reader then completes the
   /// work unit in the same call, as TF does.
   virtual bool exhausted() const { return false; }
+
+  /// Where the next record starts (RD-9): a byte offset of the file, of its
+  /// decompressed bytes for a compressed one; it moves only when a record is
+  /// produced. What a reader's serialize_state stores. A source that cannot
+  /// be positioned says nothing (the default).
+  virtual std::optional<uint64_t> offset() const { return std::nullopt; }
+};
+
+/// Where a reader is in one work unit (RD-9, RD-10): what it takes to go on
+/// reading it exactly there, with the same records and keys, by this reader
+/// or by another of the same kind and options.
+struct work_position {
+  /// The work unit: the file name.
+  std::string work;
+  /// Where its next record starts: a byte offset of the file, or of its
+  /// decompressed bytes when it is compressed (record_source::offset).
+  uint64_t offset = 0;
+  /// Records produced from this work unit so far (a text line's key counts
+  /// on from them, a fixed-length record's number too).
+  int64_t records = 0;
+
+  friend bool operator==(const work_position& a, const work_position& b) {
+    return a.work == b.work && a.offset == b.offset && a.records == b.records;
+  }
+  friend bool operator!=(const work_position& a, const work_position& b) {
+    return !(a == b);
+  }
 };
 
 /// TextLineReader (RD-4): one record per line, without its "\n" and one
@@ -170,6 +201,51 @@ public:
   int64_t num_work_units_completed() const;
   /// Zeroes the counters and drops the current work unit.
   void reset();
+
+  /// RD-9: the reader's state as bytes (the state codec, quern/state_bytes.hpp):
+  /// its kind and options, the work units completed, the records produced,
+  /// and the work unit in progress with its position (work_position). A
+  /// reader given these bytes by restore_state goes on exactly where this
+  /// one is: the same records, keys and counters as if it had never stopped.
+  /// A read error of the current unit is not kept: the restored reader meets
+  /// it again when it reads there. Throws unimplemented_error for a reader
+  /// made from a plain source_factory (its sources cannot be positioned).
+  std::string serialize_state() const;
+  /// RD-9: makes this reader the one serialize_state described: its
+  /// counters, and its work unit reopened at the saved position (a plain
+  /// file by seeking, a compressed one by decompressing up to it). Throws
+  /// invalid_argument_error `cannot restore the state of a <kind>(<options>)
+  /// into a <kind>(<options>)` for the state of another kind or options,
+  /// data_loss_error `reader state: ...` for bytes that do not read, the
+  /// file's open error (not_found_error...) for a work unit that is gone, and
+  /// data_loss_error `<file>; shorter than the saved position: ...` for one
+  /// that no longer reaches its position. After an error the reader is as it
+  /// was before the call.
+  void restore_state(std::string_view state);
+
+  /// RD-10: the work unit in progress, if any, as a value another reader of
+  /// the same kind and options can continue (continue_work).
+  std::optional<work_position> current_work() const;
+  /// RD-10: makes `position` this reader's work unit in progress, opened at
+  /// its position, so that the next reads continue it exactly (records and
+  /// keys as the reader it came from would have produced) before any new work
+  /// is dequeued. Its records count in num_records_produced() from here on,
+  /// and its end as a completed work unit. Throws failed_precondition_error
+  /// when a work unit is already in progress, invalid_argument_error for
+  /// negative records, and the open errors of restore_state; after an error
+  /// the reader is as it was.
+  void continue_work(const work_position& position);
+
+protected:
+  /// Opens a work unit at a position (a reader kind whose sources can be
+  /// positioned: every kind of this header).
+  using positioned_source_factory =
+      std::function<std::unique_ptr<record_source>(const work_position& at)>;
+  /// A reader kind with state: `kind` (TF's class name) and `options` (those
+  /// of its options that change the records) are stored by serialize_state
+  /// and must match in restore_state.
+  reader(std::string kind, std::string options, source_factory open,
+         positioned_source_factory open_at);
 
 private:
   struct impl;

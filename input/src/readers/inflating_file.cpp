@@ -55,6 +55,7 @@ uint64_t inflating_file::consume(uint64_t n, Take take) {
       take(reinterpret_cast<const char*>(out_.get()) + out_pos_, k);
       out_pos_ += k;
       done += k;
+      consumed_ += k;
     }
   } catch (...) {
     error_ = std::current_exception();
@@ -77,6 +78,15 @@ size_t inflating_file::read(char* dst, size_t n) {
 
 uint64_t inflating_file::skip(uint64_t n) {
   return consume(n, [](const char*, size_t) {});
+}
+
+void inflating_file::seek(uint64_t target) {
+  if (target < consumed_)
+    throw internal_error(name_ + "; cannot seek back to decompressed byte " +
+                         std::to_string(target) + " from " + std::to_string(consumed_));
+  skip(target - consumed_);
+  if (consumed_ < target)
+    throw_shorter(name_, consumed_, target, "decompressed bytes");
 }
 
 bool inflating_file::fill() {

@@ -43,6 +43,15 @@ public:
   /// Skips up to n decompressed bytes; returns how many were skipped.
   uint64_t skip(uint64_t n);
 
+  /// Decompressed bytes handed out or skipped so far.
+  uint64_t offset() const { return consumed_; }
+  /// Goes to decompressed byte `target` (from the start: decompresses and
+  /// skips what lies before it), to resume reading there. Throws
+  /// data_loss_error `<file>; shorter than the saved position: <n>
+  /// decompressed bytes, the position is <target>` when the data ends
+  /// before, and what reading the data throws.
+  void seek(uint64_t target);
+
 private:
   struct state;
 
@@ -70,6 +79,7 @@ private:
   size_t out_pos_ = 0;
   size_t out_end_ = 0;
   uint64_t file_read_ = 0;  // compressed bytes read from the file
+  uint64_t consumed_ = 0;   // decompressed bytes handed out or skipped
   bool file_end_ = false;   // the file has no more bytes
   bool stream_end_ = false; // the last inflate ended a stream (or member)
   bool finished_ = false;   // the data ended cleanly

@@ -9,15 +9,24 @@
 
 #include "quern/error.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/state_bytes.hpp"
 
 namespace quern {
 
 struct reader::impl {
   explicit impl(source_factory f) : open(std::move(f)) {}
+  impl(std::string k, std::string o, source_factory f, positioned_source_factory at)
+      : open(std::move(f)), kind(std::move(k)), options(std::move(o)),
+        open_at(std::move(at)) {}
 
   source_factory open;
+  std::string kind;    // TF's class name; empty for a plain source_factory
+  std::string options; // those that change the records (RD-9)
+  positioned_source_factory open_at;
   mutable std::mutex mtx;
   std::unique_ptr<record_source> source; // the work unit in progress
+  std::string work;                      // its name
+  int64_t unit_records = 0;              // records produced from it
   std::exception_ptr error;              // sticky read error of that unit
   int64_t produced = 0;
   int64_t started = 0;
@@ -27,19 +36,52 @@ struct reader::impl {
   /// Makes the next work unit current. A unit that fails to open is dropped
   /// (its error is thrown) and does not count as started.
   void start_next(const work_source& next_work) {
-    auto work = next_work();
-    auto opened = open(work); // throws the open error; the unit is dropped
+    auto next = next_work();
+    auto opened = open(next); // throws the open error; the unit is dropped
     if (!opened)
-      throw internal_error("reader: no record source for work unit '" + work + "'");
+      throw internal_error("reader: no record source for work unit '" + next + "'");
     source = std::move(opened);
+    work = std::move(next);
+    unit_records = 0;
     error = nullptr;
     ++started;
   }
 
   void finish_work() {
     source.reset();
+    work.clear();
+    unit_records = 0;
     error = nullptr;
     finished = started;
+  }
+
+  /// The state's owner's name: `TextLineReader(skip_header_lines=1)`.
+  std::string described() const { return kind + "(" + options + ")"; }
+
+  void check_positionable(const char* call) const {
+    if (kind.empty())
+      throw unimplemented_error(std::string(call) +
+                                ": this reader was made from a source_factory, whose "
+                                "record sources cannot be positioned");
+  }
+
+  /// The current unit's position (RD-10); nullopt without one.
+  std::optional<work_position> position() const {
+    if (!source)
+      return std::nullopt;
+    auto at = source->offset();
+    if (!at)
+      throw internal_error("reader " + described() + ": the record source of '" + work +
+                           "' cannot say where it is");
+    return work_position{work, *at, unit_records};
+  }
+
+  /// Opens `at` through open_at; throws its errors, changing nothing.
+  std::unique_ptr<record_source> reopen(const work_position& at) const {
+    auto opened = open_at(at);
+    if (!opened)
+      throw internal_error("reader: no record source for work unit '" + at.work + "'");
+    return opened;
   }
 
   /// Reads one record of the current unit with `next(source)` (its next or
@@ -61,6 +103,7 @@ struct reader::impl {
       return false;
     }
     ++produced;
+    ++unit_records;
     if (source->exhausted())
       finish_work();
     return true;
@@ -145,6 +188,11 @@ reader::work_source queue_work(blocking_queue& q, caf::actor_addr& validated) {
 
 reader::reader(source_factory open) : impl_(std::make_unique<impl>(std::move(open))) {}
 
+reader::reader(std::string kind, std::string options, source_factory open,
+               positioned_source_factory open_at)
+    : impl_(std::make_unique<impl>(std::move(kind), std::move(options), std::move(open),
+                                   std::move(open_at))) {}
+
 reader::~reader() = default;
 reader::reader(reader&&) noexcept = default;
 reader& reader::operator=(reader&&) noexcept = default;
@@ -224,10 +272,109 @@ int64_t reader::num_work_units_completed() const {
 void reader::reset() {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   impl_->source.reset();
+  impl_->work.clear();
+  impl_->unit_records = 0;
   impl_->error = nullptr;
   impl_->produced = 0;
   impl_->started = 0;
   impl_->finished = 0;
+}
+
+// -- state (RD-9, RD-10) ------------------------------------------------------
+
+namespace {
+
+// The layout of a reader's state (serialize_state), version 1: u32 version,
+// string kind, string options, i64 work units completed, i64 records
+// produced, u8 whether a unit is in progress, then that unit: string name,
+// u64 offset, i64 records produced from it.
+constexpr uint32_t reader_state_version = 1;
+
+} // namespace
+
+std::string reader::serialize_state() const {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->check_positionable("serialize_state");
+  state_writer w;
+  w.write_u32(reader_state_version);
+  w.write_string(impl_->kind).write_string(impl_->options);
+  w.write_i64(impl_->finished).write_i64(impl_->produced);
+  auto at = impl_->position();
+  w.write_u8(at ? 1 : 0);
+  if (at)
+    w.write_string(at->work).write_u64(at->offset).write_i64(at->records);
+  return w.take();
+}
+
+void reader::restore_state(std::string_view state) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->check_positionable("restore_state");
+  state_reader r{state, "reader state"};
+  auto version = r.read_u32();
+  if (version != reader_state_version)
+    r.fail("format version " + std::to_string(version) + ", this quern reads " +
+               std::to_string(reader_state_version),
+           0);
+  auto kind = r.read_string();
+  auto options = r.read_string();
+  auto finished = r.read_i64();
+  auto produced = r.read_i64();
+  auto has_unit_at = r.offset();
+  auto has_unit = r.read_u8();
+  if (has_unit > 1)
+    r.fail("a unit flag of " + std::to_string(has_unit), has_unit_at);
+  std::optional<work_position> at;
+  if (has_unit == 1) {
+    at.emplace();
+    at->work = r.read_string();
+    at->offset = r.read_u64();
+    auto records_at = r.offset();
+    at->records = r.read_i64();
+    if (at->records < 0)
+      r.fail("negative records " + std::to_string(at->records), records_at);
+  }
+  r.expect_end();
+  if (kind != impl_->kind || options != impl_->options)
+    throw invalid_argument_error("cannot restore the state of a " + kind + "(" + options +
+                                 ") into a " + impl_->described());
+  if (finished < 0 || produced < 0)
+    r.fail("negative counts (" + std::to_string(finished) + " work units, " +
+               std::to_string(produced) + " records)",
+           0);
+  // Everything that can fail is done before the reader changes.
+  std::unique_ptr<record_source> opened;
+  if (at)
+    opened = impl_->reopen(*at);
+  impl_->source = std::move(opened);
+  impl_->work = at ? at->work : std::string();
+  impl_->unit_records = at ? at->records : 0;
+  impl_->error = nullptr;
+  impl_->produced = produced;
+  impl_->finished = finished;
+  impl_->started = finished + (at ? 1 : 0);
+}
+
+std::optional<work_position> reader::current_work() const {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->check_positionable("current_work");
+  return impl_->position();
+}
+
+void reader::continue_work(const work_position& position) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->check_positionable("continue_work");
+  if (impl_->source)
+    throw failed_precondition_error("continue_work: the reader is in the middle of '" +
+                                    impl_->work +
+                                    "'; it continues one work unit at a time");
+  if (position.records < 0)
+    throw invalid_argument_error("continue_work: records must be >= 0 not " +
+                                 std::to_string(position.records));
+  impl_->source = impl_->reopen(position);
+  impl_->work = position.work;
+  impl_->unit_records = position.records;
+  impl_->error = nullptr;
+  ++impl_->started;
 }
 
 // -- records as elements ------------------------------------------------------

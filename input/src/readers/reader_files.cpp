@@ -84,4 +84,24 @@ int open_or_throw(const std::string& file) {
   return fd;
 }
 
+void throw_shorter(const std::string& file, uint64_t size, uint64_t target,
+                   const char* unit) {
+  throw data_loss_error(file +
+                        "; shorter than the saved position: " + std::to_string(size) +
+                        " " + unit + ", the position is " + std::to_string(target));
+}
+
+void buffered_file::seek(uint64_t target) {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0)
+    throw_io_error(errno, name_);
+  auto size = static_cast<uint64_t>(st.st_size);
+  if (size < target)
+    throw_shorter(name_, size, target, "bytes");
+  if (::lseek(fd_, static_cast<off_t>(target), SEEK_SET) < 0)
+    throw_io_error(errno, name_);
+  pos_ = end_ = 0;
+  file_pos_ = target;
+}
+
 } // namespace quern::detail

@@ -117,6 +117,15 @@ public:
     return done;
   }
 
+  /// Bytes consumed so far (read, skipped, or passed over by a seek): where
+  /// the next byte handed out is in the file.
+  uint64_t offset() const { return file_pos_ - (end_ - pos_); }
+
+  /// Goes to byte `target` of the file, to resume reading there. Throws
+  /// data_loss_error `<file>; shorter than the saved position: <n> bytes, the
+  /// position is <target>` when the file has fewer bytes, and its I/O error.
+  void seek(uint64_t target);
+
   void read_all(std::string& out) {
     out.clear();
     out.append(buf_.get() + pos_, end_ - pos_);
@@ -143,6 +152,7 @@ private:
       auto n = ::read(fd_, buf_.get(), buffer_size);
       if (n > 0) {
         end_ = static_cast<size_t>(n);
+        file_pos_ += static_cast<uint64_t>(n);
         return true;
       }
       if (n == 0)
@@ -159,6 +169,13 @@ private:
   std::unique_ptr<char[]> buf_;
   size_t pos_ = 0;
   size_t end_ = 0;
+  uint64_t file_pos_ = 0; // where the fd is: bytes read or sought past
 };
+
+/// Throws data_loss_error `<file>; shorter than the saved position: ...`:
+/// a file's data ends at `size` (`unit`: "bytes", "decompressed bytes"),
+/// before the position `target` a reader was to resume at.
+[[noreturn]] void throw_shorter(const std::string& file, uint64_t size, uint64_t target,
+                                const char* unit);
 
 } // namespace quern::detail

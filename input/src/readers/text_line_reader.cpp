@@ -20,7 +20,17 @@ public:
         break;
       }
     }
+    offset_ = file_.offset();
   }
+
+  /// At `at` (RD-9): its header was skipped, and each record was one line.
+  text_line_source(const work_position& at, int64_t skip) : file_(at.work) {
+    file_.seek(at.offset);
+    offset_ = at.offset;
+    line_ = skip + at.records;
+  }
+
+  std::optional<uint64_t> offset() const override { return offset_; }
 
   bool next(record& out) override {
     out.value.clear();
@@ -38,12 +48,14 @@ public:
       return false;
     }
     ++line_;
+    offset_ = file_.offset();
     return true;
   }
 
 private:
   buffered_file file_;
   int64_t line_ = 0;
+  uint64_t offset_ = 0; // where the next line starts
   bool done_ = false;
 };
 
@@ -56,8 +68,12 @@ std::unique_ptr<record_source> open_text_line_source(const std::string& file,
 }
 
 text_line_reader::text_line_reader(int64_t skip_header_lines)
-    : reader([skip = checked("skip_header_lines", skip_header_lines)](
-                 const std::string& file) { return open_text_line_source(file, skip); }) {
-}
+    : reader(
+          "TextLineReader", "skip_header_lines=" + std::to_string(skip_header_lines),
+          [skip = checked("skip_header_lines", skip_header_lines)](
+              const std::string& file) { return open_text_line_source(file, skip); },
+          [skip = skip_header_lines](const work_position& at) {
+            return std::make_unique<text_line_source>(at, skip);
+          }) {}
 
 } // namespace quern

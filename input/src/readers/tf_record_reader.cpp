@@ -19,16 +19,22 @@ namespace {
 
 class tf_record_source : public record_source {
 public:
+  /// From the first record, or from the record at offset `start` (RD-9).
   tf_record_source(const std::string& file, compression kind, size_t input_buffer,
-                   size_t output_buffer)
+                   size_t output_buffer, uint64_t start = 0)
       : name_(file), kind_(kind) {
     if (kind_ == compression::none) {
-      reader_ = std::make_unique<record_reader>(file);
+      if (start > 0) { // the file must still reach the saved position
+        buffered_file f{file};
+        f.seek(start);
+      }
+      reader_ = std::make_unique<record_reader>(file, start);
       if (!reader_->ok())
         throw_error(reader_->open_error());
       return;
     }
     inflater_ = std::make_unique<inflating_file>(file, kind, input_buffer, output_buffer);
+    inflater_->seek(start);
     reader_ = std::make_unique<record_reader>(
         [this](char* dst, size_t n, size_t& got) -> caf::error {
           try {
@@ -38,8 +44,11 @@ public:
             stream_failed_ = true; // its message names the file already
             return e.to_error();
           }
-        });
+        },
+        start);
   }
+
+  std::optional<uint64_t> offset() const override { return reader_->offset(); }
 
   bool next(record& out) override {
     auto offset = reader_->offset();
@@ -72,25 +81,40 @@ tf_record_options checked_options(const tf_record_options& o) {
   return o;
 }
 
-} // namespace
-
-std::unique_ptr<record_source> open_tf_record_source(const std::string& file,
-                                                     const tf_record_options& options) {
+/// The source of `file`, from the record at `start`.
+std::unique_ptr<record_source> open_tf_record(const std::string& file,
+                                              const tf_record_options& options,
+                                              uint64_t start) {
   auto kind = parse_compression("compression_type", options.compression_type);
   auto input_buffer = checked_buffer_size("input_buffer_size", options.input_buffer_size);
   auto output_buffer =
       checked_buffer_size("output_buffer_size", options.output_buffer_size);
   if (kind == compression::none) // open errors read as every other reader's
     ::close(open_or_throw(file));
-  return std::make_unique<tf_record_source>(file, kind, input_buffer, output_buffer);
+  return std::make_unique<tf_record_source>(file, kind, input_buffer, output_buffer,
+                                            start);
+}
+
+} // namespace
+
+std::unique_ptr<record_source> open_tf_record_source(const std::string& file,
+                                                     const tf_record_options& options) {
+  return open_tf_record(file, options, 0);
 }
 
 tf_record_reader::tf_record_reader(const std::string& compression_type)
     : tf_record_reader(tf_record_options{compression_type}) {}
 
+// The buffer sizes change no record: a state restores across them (RD-9).
 tf_record_reader::tf_record_reader(const tf_record_options& options)
-    : reader([o = checked_options(options)](const std::string& file) {
-        return open_tf_record_source(file, o);
-      }) {}
+    : reader(
+          "TFRecordReader",
+          "compression_type=\"" + checked_options(options).compression_type + "\"",
+          [o = checked_options(options)](const std::string& file) {
+            return open_tf_record(file, o, 0);
+          },
+          [o = checked_options(options)](const work_position& at) {
+            return open_tf_record(at.work, o, at.offset);
+          }) {}
 
 } // namespace quern

@@ -50,11 +50,14 @@ public:
   using byte_source = std::function<caf::error(char* dst, size_t n, size_t& got)>;
 
   /// Opens `path`; a failure is reported by ok()/open_error() and next().
-  explicit record_reader(const std::string& path);
-  /// Reads the records of what `bytes` gives; offsets count its bytes. A
+  /// With `start`, reading begins at that offset of the file (the start of a
+  /// record, as offset() said: a reader resumed where it stopped).
+  explicit record_reader(const std::string& path, uint64_t start = 0);
+  /// Reads the records of what `bytes` gives; offsets count its bytes, from
+  /// `start` (the offset of its first byte in the data it is part of). A
   /// payload grows as its bytes arrive, so a damaged length that passes its
   /// CRC costs no more memory than the data that is there.
-  explicit record_reader(byte_source bytes);
+  explicit record_reader(byte_source bytes, uint64_t start = 0);
   ~record_reader();
   record_reader(const record_reader&) = delete;
   record_reader& operator=(const record_reader&) = delete;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include <sys/stat.h>
 
@@ -118,7 +119,7 @@ record_list read_records(std::string_view buf) {
   }
 }
 
-record_reader::record_reader(const std::string& path) {
+record_reader::record_reader(const std::string& path, uint64_t start) : offset_(start) {
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) {
     open_error_ = io_error(errno, "cannot open '" + path + "'");
@@ -127,11 +128,24 @@ record_reader::record_reader(const std::string& path) {
   // fopen takes a directory; its first read fails, which looked like an
   // empty file: say what it is instead.
   struct stat st;
-  if (::fstat(::fileno(file_), &st) == 0 && S_ISDIR(st.st_mode))
+  if (::fstat(::fileno(file_), &st) == 0 && S_ISDIR(st.st_mode)) {
     open_error_ = io_error(EISDIR, "cannot open '" + path + "'");
+    return;
+  }
+  if (start == 0)
+    return;
+  int err = 0;
+  if (start > static_cast<uint64_t>(std::numeric_limits<off_t>::max()))
+    err = EINVAL;
+  else if (::fseeko(file_, static_cast<off_t>(start), SEEK_SET) != 0)
+    err = errno;
+  if (err != 0)
+    open_error_ = io_error(err, "cannot seek to offset " + std::to_string(start) +
+                                    " of '" + path + "'");
 }
 
-record_reader::record_reader(byte_source bytes) : bytes_(std::move(bytes)) {}
+record_reader::record_reader(byte_source bytes, uint64_t start)
+    : bytes_(std::move(bytes)), offset_(start) {}
 
 record_reader::~record_reader() {
   if (file_ != nullptr)
