@@ -84,6 +84,11 @@ struct pipeline_snapshot {
 
 class pipeline;
 
+/// A queue's name in a checkpoint (docs/resume.md): its node name
+/// (`shuffle_batch` for the resource `_3_shuffle_batch`, whose counter depends
+/// on what the process made before), or its shared_name.
+std::string checkpoint_name(const queue_spec& spec);
+
 /// A consumer-side blocking handle (for `main()` or detached actors) on a
 /// queue of a pipeline: the calls of blocking_queue, but a dequeue that has
 /// waited `starvation_timeout` while no queue runner feeds the queue (or
@@ -105,6 +110,11 @@ public:
 
 private:
   friend class pipeline;
+
+  /// A queue's name in a checkpoint (docs/resume.md): its node name
+  /// (`shuffle_batch` for the resource `_3_shuffle_batch`, whose counter depends
+  /// on what the process made before), or its shared_name.
+  std::string checkpoint_name(const queue_spec& spec);
   consumer(caf::actor_system& sys, queue_actor q, std::shared_ptr<const state> st);
   /// One dequeue, `attempt(self, timeout)`, with the starvation diagnosis.
   template <class F>

@@ -19,21 +19,6 @@ namespace quern {
 
 namespace {
 
-/// A queue's name in a checkpoint: its node name (`_3_shuffle_batch` is
-/// `shuffle_batch`; the counter depends on what the process made before),
-/// or its shared_name.
-std::string checkpoint_name(const queue_spec& spec) {
-  const auto& r = spec.resource_name;
-  if (r.size() > 2 && r[0] == '_') {
-    auto end = r.find('_', 1);
-    if (end != std::string::npos && end > 1 &&
-        std::all_of(r.begin() + 1, r.begin() + static_cast<std::ptrdiff_t>(end),
-                    [](char c) { return c >= '0' && c <= '9'; }))
-      return r.substr(end + 1);
-  }
-  return r;
-}
-
 std::string seconds(caf::timespan t) {
   std::ostringstream os;
   os << std::chrono::duration<double>(t).count() << " s";
@@ -120,6 +105,18 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
 }
 
 } // namespace
+
+std::string checkpoint_name(const queue_spec& spec) {
+  const auto& r = spec.resource_name;
+  if (r.size() > 2 && r[0] == '_') {
+    auto end = r.find('_', 1);
+    if (end != std::string::npos && end > 1 &&
+        std::all_of(r.begin() + 1, r.begin() + static_cast<std::ptrdiff_t>(end),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+      return r.substr(end + 1);
+  }
+  return r;
+}
 
 void pipeline::add_checkpoint_part(std::string name, std::function<std::string()> save,
                                    std::function<void(const std::string&)> restore) {

@@ -1,14 +1,88 @@
 #include "quern/input/csv_source.hpp"
 
+#include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "quern/blocking_queue.hpp"
 #include "quern/error.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/readers.hpp"
+#include "quern/state_bytes.hpp"
 
 namespace quern {
+
+namespace {
+
+/// The csv_sources of one filename queue in this process, as a checkpoint
+/// sees them (docs/resume.md): their work units in progress, which any of
+/// them continues after a restore, so that the number of readers may change.
+struct reader_group {
+  std::mutex mtx;
+  /// The readers of the group's sources (each source's copies share one).
+  std::vector<std::weak_ptr<text_line_reader>> readers;
+  /// Work units restored and not yet taken by a reader.
+  std::deque<work_position> to_continue;
+  /// What the group's sources give the batching helper: one for them all.
+  std::shared_ptr<const source_state> state;
+};
+
+/// The group of a filename queue: one per queue while a source of it lives.
+std::shared_ptr<reader_group> group_of(const queue_actor& q) {
+  static std::mutex mtx;
+  static std::map<caf::actor_addr, std::weak_ptr<reader_group>> groups;
+  std::lock_guard<std::mutex> guard{mtx};
+  for (auto i = groups.begin(); i != groups.end();)
+    i = i->second.expired() ? groups.erase(i) : std::next(i);
+  auto& g = groups[q.address()];
+  auto strong = g.lock();
+  if (!strong) {
+    strong = std::make_shared<reader_group>();
+    g = strong;
+  }
+  return strong;
+}
+
+std::string save_group(reader_group& g) {
+  std::vector<work_position> work;
+  {
+    std::lock_guard<std::mutex> guard{g.mtx};
+    for (auto& weak : g.readers)
+      if (auto r = weak.lock())
+        if (auto w = r->current_work())
+          work.push_back(*w);
+    work.insert(work.end(), g.to_continue.begin(), g.to_continue.end());
+  }
+  state_writer out;
+  out.write_u8(1).write_u64(work.size());
+  for (auto& w : work)
+    out.write_string(w.work).write_u64(w.offset).write_i64(w.records);
+  return out.take();
+}
+
+void restore_group(reader_group& g, const std::string& bytes, const std::string& what) {
+  state_reader in{bytes, what};
+  auto version = in.read_u8();
+  if (version != 1)
+    throw data_loss_error(what + ": version " + std::to_string(version) +
+                          ", this quern reads version 1");
+  auto n = in.read_u64();
+  std::deque<work_position> work;
+  for (uint64_t i = 0; i < n; ++i) {
+    work_position w;
+    w.work = in.read_string();
+    w.offset = in.read_u64();
+    w.records = in.read_i64();
+    work.push_back(std::move(w));
+  }
+  in.expect_end();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  g.to_continue = std::move(work);
+}
+
+} // namespace
 
 example_source csv_source(caf::actor_system& sys, queue_actor filenames,
                           std::vector<tensor> record_defaults, csv_source_options opts) {
@@ -31,22 +105,63 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
 
   struct state {
     state(caf::actor_system& sys, queue_actor q, int64_t skip)
-        : reader{skip}, files{sys, std::move(q)} {}
-    text_line_reader reader;
+        : reader{std::make_shared<text_line_reader>(skip)}, files{sys, std::move(q)} {}
+    std::shared_ptr<text_line_reader> reader;
     blocking_queue files; // shared by the copies' threads, as its calls allow
     std::vector<tensor> defaults;
     csv_source_options opts;
+    std::shared_ptr<reader_group> group;
   };
+  auto group = group_of(filenames);
+  auto part = "readers of " + checkpoint_name(blocking_queue{sys, filenames}.spec());
   auto st = std::make_shared<state>(sys, std::move(filenames), opts.skip_header_lines);
   st->defaults = std::move(record_defaults);
   st->opts = std::move(opts);
+  st->group = group;
+  {
+    std::lock_guard<std::mutex> guard{group->mtx};
+    group->readers.push_back(st->reader);
+  }
   example_source source{example_fn{[st]() -> element {
-    auto lines = st->reader.read_values_up_to(st->files, st->opts.read_batch);
+    {
+      // A work unit a checkpoint saw in progress goes on before new ones.
+      auto& g = *st->group;
+      std::lock_guard<std::mutex> guard{g.mtx};
+      if (!g.to_continue.empty() && !st->reader->current_work()) {
+        st->reader->continue_work(g.to_continue.front());
+        g.to_continue.pop_front();
+      }
+    }
+    auto lines = st->reader->read_values_up_to(st->files, st->opts.read_batch);
     return element{decode_csv(lines, st->defaults, st->opts.field_delim,
                               st->opts.use_quote_delim, st->opts.na_value,
                               st->opts.select_cols)};
   }}};
   source.with_signature(std::move(sig));
+  // One state for every source of the queue, which the batching helper adds
+  // to the pipeline once (it holds the group weakly: no cycle).
+  std::shared_ptr<const source_state> shared;
+  {
+    std::lock_guard<std::mutex> guard{group->mtx};
+    if (!group->state) {
+      std::weak_ptr<reader_group> weak = group;
+      group->state = std::make_shared<source_state>(source_state{
+          part,
+          [weak, part]() -> std::string {
+            if (auto g = weak.lock())
+              return save_group(*g);
+            throw failed_precondition_error(part + ": its csv_sources are gone");
+          },
+          [weak, part](const std::string& bytes) {
+            if (auto g = weak.lock())
+              restore_group(*g, bytes, part);
+            else
+              throw failed_precondition_error(part + ": its csv_sources are gone");
+          }});
+    }
+    shared = group->state;
+  }
+  source.with_state(shared);
   return source;
 }
 
