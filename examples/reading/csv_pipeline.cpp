@@ -105,6 +105,14 @@ int main(int argc, char** argv) {
     quern::config cfg;
     quern::actor_system sys{cfg};
     summary_writer writer{sys, logdir};
+    // hp.hparams(...): this run's settings, compared by `loss` in the boards' tables.
+    writer.hparams({{"batch_size", batch_size},
+                    {"readers", readers},
+                    {"min_after_dequeue", min_after_dequeue},
+                    {"learning_rate", learning_rate},
+                    {"epochs", epochs},
+                    {"seed", seed}},
+                   {"loss"});
     pipeline pipe{sys};
     input_summaries summaries{sys};
 

@@ -23,6 +23,7 @@ void to_proto(const summary_value& x, pb::Summary::Value& v) {
   }
   struct encode {
     pb::Summary::Value& v;
+    const std::string& plugin;
     void operator()(float simple_value) { v.set_simple_value(simple_value); }
     void operator()(const histogram_data& x) {
       auto* h = v.mutable_histo();
@@ -43,7 +44,9 @@ void to_proto(const summary_value& x, pb::Summary::Value& v) {
     }
     void operator()(const text_tensor& x) {
       auto* t = v.mutable_tensor();
-      t->set_dtype(pb::DT_STRING);
+      // The hparams plugin's summaries carry TensorBoard's null tensor, an
+      // empty DT_FLOAT one (SW-45); every other tensor is a string tensor.
+      t->set_dtype(plugin == "hparams" ? pb::DT_FLOAT : pb::DT_STRING);
       auto* shape = t->mutable_tensor_shape(); // present even for a scalar (SW-42)
       for (auto d : x.shape)
         shape->add_dim()->set_size(d);
@@ -51,7 +54,7 @@ void to_proto(const summary_value& x, pb::Summary::Value& v) {
         t->add_string_val(s);
     }
   };
-  caf::visit(encode{v}, x.value);
+  caf::visit(encode{v, x.plugin_name}, x.value);
 }
 
 void to_proto(const summary_event& x, pb::Event& ev) {

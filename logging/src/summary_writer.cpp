@@ -482,6 +482,15 @@ void summary_writer::add_session_log(session_status status,
                               clock_ ? clock_() : wall_time_now()));
 }
 
+void summary_writer::hparams(const hparam_list& hparams,
+                             const std::vector<std::string>& metrics) {
+  add_summary(hparams_values(hparams, metrics, clock_ ? clock_() : wall_time_now()), 0);
+}
+
+void summary_writer::hparams_end(hparams_status status) {
+  add_summary({hparams_end_value(status, clock_ ? clock_() : wall_time_now())}, 0);
+}
+
 void summary_writer::add_summary(std::vector<summary_value> values, int64_t step) {
   std::lock_guard<std::mutex> guard{batch_->mtx};
   // Stamped here, at the call (SW-6), with the handle's clock.

@@ -5,7 +5,14 @@
 #include <chrono>
 #include <cmath>
 
+#include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "hparams.pb.h"
 #include "quern/error.hpp"
+#include "quern/summary/event.hpp"
 
 namespace quern {
 
@@ -191,6 +198,181 @@ summary_value png_image_value(std::string tag, std::string png) {
     throw invalid_argument_error("image summary '" + tag + "': unknown PNG colour type");
   }
   return image_value(std::move(tag), std::move(png), height, width, colorspace);
+}
+
+// -- hparams ----------------------------------------------------------------------
+
+namespace {
+
+namespace hp = pb::hparams;
+
+void check_utf8(const char* field, const std::string& value) {
+  if (auto err = detail::check_field(field, value))
+    throw_error(err);
+}
+
+/// Map entries sorted by key: the same hparams give the same bytes.
+std::string serialize(const hp::HParamsPluginData& data) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    data.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+summary_value hparams_summary(const char* tag, const hp::HParamsPluginData& data) {
+  summary_value v;
+  v.tag = tag;
+  v.plugin_name = hparams_plugin_name;
+  v.plugin_content = serialize(data);
+  // TensorBoard writes an empty DT_FLOAT tensor here; the plugin reads only
+  // the metadata, and quern's tensors are DT_STRING: an empty one (shape [0]).
+  v.value = text_tensor{{}, {0}};
+  return v;
+}
+
+hp::DataType data_type(const hparam_value& x) {
+  switch (x.kind()) {
+  case hparam_value::type::string:
+    return hp::DATA_TYPE_STRING;
+  case hparam_value::type::number:
+    return hp::DATA_TYPE_FLOAT64;
+  case hparam_value::type::boolean:
+    return hp::DATA_TYPE_BOOL;
+  }
+  return hp::DATA_TYPE_UNSET;
+}
+
+} // namespace
+
+std::vector<summary_value> hparams_values(const hparam_list& hparams,
+                                          const std::vector<std::string>& metrics,
+                                          double start_time) {
+  std::set<std::string> names;
+  hp::HParamsPluginData start;
+  start.set_version(0);
+  auto* info = start.mutable_session_start_info();
+  info->set_start_time_secs(start_time);
+  for (auto& [name, value] : hparams) {
+    if (name.empty())
+      throw invalid_argument_error("hparams: an hparam has an empty name");
+    check_utf8("hparam name", name);
+    if (!names.insert(name).second)
+      throw invalid_argument_error("hparams: hparam '" + name + "' is given twice");
+    auto& out = (*info->mutable_hparams())[name];
+    switch (value.kind()) {
+    case hparam_value::type::string:
+      check_utf8("hparam value", value.string());
+      out.set_string_value(value.string());
+      break;
+    case hparam_value::type::number:
+      if (!std::isfinite(value.number()))
+        throw invalid_argument_error(
+            "hparams: hparam '" + name + "' is " +
+            (std::isnan(value.number()) ? "NaN" : "infinite") +
+            ": TensorBoard's hparams plugin cannot show a number that is not finite");
+      out.set_number_value(value.number());
+      break;
+    case hparam_value::type::boolean:
+      out.set_bool_value(value.boolean());
+      break;
+    }
+  }
+  std::vector<summary_value> result;
+  if (!metrics.empty()) {
+    std::set<std::string> tags;
+    hp::HParamsPluginData exp;
+    exp.set_version(0);
+    auto* e = exp.mutable_experiment();
+    e->set_time_created_secs(start_time);
+    for (auto& [name, value] : hparams) {
+      auto* h = e->add_hparam_infos();
+      h->set_name(name);
+      h->set_type(data_type(value));
+    }
+    for (auto& tag : metrics) {
+      if (tag.empty())
+        throw invalid_argument_error("hparams: a metric has an empty tag");
+      check_utf8("metric tag", tag);
+      if (!tags.insert(tag).second)
+        throw invalid_argument_error("hparams: metric '" + tag + "' is given twice");
+      e->add_metric_infos()->mutable_name()->set_tag(tag);
+    }
+    result.push_back(hparams_summary(hparams_experiment_tag, exp));
+  }
+  result.push_back(hparams_summary(hparams_session_start_tag, start));
+  return result;
+}
+
+summary_value hparams_end_value(hparams_status status, double end_time) {
+  hp::HParamsPluginData end;
+  end.set_version(0);
+  auto* info = end.mutable_session_end_info();
+  info->set_status(static_cast<hp::Status>(status));
+  info->set_end_time_secs(end_time);
+  return hparams_summary(hparams_session_end_tag, end);
+}
+
+caf::expected<hparams_data> decode_hparams(std::string_view content) {
+  hp::HParamsPluginData data;
+  if (!data.ParseFromArray(content.data(), static_cast<int>(content.size())))
+    return make_error(error_code::data_loss, "cannot parse the hparams plugin's data");
+  if (data.version() != 0)
+    return make_error(error_code::data_loss, "hparams plugin data of version " +
+                                                 std::to_string(data.version()) +
+                                                 " (only version 0 is known)");
+  hparams_data x;
+  auto value_of = [](const hp::Value& v) -> hparam_value {
+    switch (v.kind_case()) {
+    case hp::Value::kNumberValue:
+      return v.number_value();
+    case hp::Value::kBoolValue:
+      return v.bool_value();
+    case hp::Value::kStringValue:
+      return v.string_value();
+    default: // null, struct and list values: shown as an empty string
+      return std::string{};
+    }
+  };
+  switch (data.data_case()) {
+  case hp::HParamsPluginData::kExperiment: {
+    x.what = hparams_data::kind::experiment;
+    auto& e = data.experiment();
+    x.time = e.time_created_secs();
+    for (auto& h : e.hparam_infos()) {
+      hparam_value v = h.type() == hp::DATA_TYPE_FLOAT64 ? hparam_value{0.0}
+                       : h.type() == hp::DATA_TYPE_BOOL  ? hparam_value{false}
+                                                         : hparam_value{std::string{}};
+      x.hparams.emplace_back(h.name(), std::move(v));
+    }
+    for (auto& m : e.metric_infos())
+      x.metrics.push_back(m.name().group().empty()
+                              ? m.name().tag()
+                              : m.name().group() + "/" + m.name().tag());
+    break;
+  }
+  case hp::HParamsPluginData::kSessionStartInfo: {
+    x.what = hparams_data::kind::session_start;
+    auto& s = data.session_start_info();
+    x.time = s.start_time_secs();
+    for (auto& [name, v] : s.hparams())
+      x.hparams.emplace_back(name, value_of(v));
+    std::sort(x.hparams.begin(), x.hparams.end(),
+              [](auto& a, auto& b) { return a.first < b.first; });
+    break;
+  }
+  case hp::HParamsPluginData::kSessionEndInfo:
+    x.what = hparams_data::kind::session_end;
+    x.time = data.session_end_info().end_time_secs();
+    x.status = static_cast<hparams_status>(data.session_end_info().status());
+    break;
+  case hp::HParamsPluginData::DATA_NOT_SET:
+    return make_error(error_code::data_loss, "hparams plugin data without data");
+  }
+  return x;
 }
 
 } // namespace quern

@@ -718,9 +718,112 @@ async function testHtml() {
         .test(p));
     check(mdProblems.length === 0, 'markdown page: no console error or exception (the ' +
       'summary\'s image is refused by the page\'s policy)', mdProblems);
+
+    await checkHparamsPage(browser, out);
   } finally {
     await browser.close();
   }
+}
+
+// -- hparams (TB-1) --
+
+// The hparams table of a page at `url` over the helper's `hparams` log
+// directory: three runs of different hparams, one with HTML for a name and a
+// value. Returns the page's selftest.
+async function hparamsTable(page) {
+  await page.eval('quern.flush()');
+  return (await page.eval('quern.selftest()')).hparams;
+}
+
+async function checkHparamsPage(browser, out) {
+  const dir = path.join(out, 'hparams-logs');
+  const made = run(args.helper, ['hparams', dir]);
+  const file = path.join(out, 'hparams.html');
+  const h = run(args.board, ['html', dir, '-o', file]);
+  check(made.status === 0 && h.status === 0, 'a page of three runs with hparams is written',
+    [made.err, h.err]);
+  const url = 'file://' + path.resolve(file);
+  const page = await browser.open(url);
+  await sleep(300); // time for an onerror that should not be there
+  let t = await hparamsTable(page);
+  const hostileName = '<b onmouseover="window.__pwned=4">name</b>';
+  const hostileValue = '<img src=x onerror="window.__pwned=3">';
+  check(JSON.stringify(t.columns) === JSON.stringify(['run', 'h:' + hostileName,
+    'h:batch_size', 'h:learning_rate', 'h:optimizer', 'h:shuffle', 'm:loss', 'min:loss']),
+  'TB-1 the hparams table has a column per hyper-parameter and per metric (last, min)',
+  t.columns);
+  check(JSON.stringify(t.rows) === JSON.stringify([
+    ['adam', '', '32', '0.1', 'adam', 'true', '0.5', '0.400000006'],
+    ['sgd', '', '64', '0.01', 'sgd', 'false', '0.25', '0.25'],
+    ['odd', 'x', '128', '0.001', hostileValue, '', '1', '1']]),
+  'TB-1 one row per run, in run order, with its values and its metric\'s last and lowest',
+  t.rows);
+  const exported = run(args.board, ['export', dir, '--hparams']);
+  const csvRows = parseCsv(exported.out); // header dropped
+  check(exported.status === 0 && JSON.stringify(csvRows) === JSON.stringify(t.rows) &&
+    exported.out.startsWith('run,"' + hostileName.replace(/"/g, '""') + '",batch_size,'),
+  'TB-1 export --hparams prints the page\'s table, cell for cell', [exported, csvRows]);
+  const pwned = await page.eval('[typeof window.__pwned, document.querySelectorAll(' +
+    '"#hparams img, #hparams b, #hparams [onerror], #hparams [onmouseover]").length]');
+  check(pwned[0] === 'undefined' && pwned[1] === 0 && t.html.includes('&lt;img src=x') &&
+    t.html.includes('&lt;b onmouseover='),
+  'TB-1 hparam names and values are shown as text, never as HTML', [pwned, t.html.slice(0, 300)]);
+
+  // Sorting: a click on a column sorts by it, a second click reverses.
+  const click = (key) => page.eval('(() => { const th = [...document.querySelectorAll(' +
+    '"#hparams th.sortable")].find((x) => x.dataset.key === ' + JSON.stringify(key) +
+    '); th.click(); return true; })()');
+  await click('h:batch_size');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["adam","sgd","odd"]',
+    'TB-1 sorted by batch_size (numbers by value: 32 < 64 < 128)', t.rows);
+  await click('h:batch_size');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["odd","sgd","adam"]',
+    'TB-1 a second click sorts the other way', t.rows);
+  await click('min:loss');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["sgd","adam","odd"]',
+    'TB-1 sorted by the metric\'s lowest value', t.rows);
+  await click('h:optimizer');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["odd","adam","sgd"]',
+    'TB-1 sorted by a text column', t.rows);
+
+  // Filtering: text in a run's name or values; kept in the address.
+  await page.eval('(() => { const i = document.getElementById("hp-filter"); i.value = "SGD"; ' +
+    'i.dispatchEvent(new Event("input")); return true; })()');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["sgd"]',
+    'TB-1 the filter keeps the runs with the text in a name or value (any case)', t.rows);
+  await page.eval('(() => { const i = document.getElementById("hp-filter"); i.value = "0.00"; ' +
+    'i.dispatchEvent(new Event("input")); return true; })()');
+  t = await hparamsTable(page);
+  check(JSON.stringify(t.rows.map((r) => r[0])) === '["odd"]',
+    'TB-1 the filter matches values as shown', t.rows);
+  const hash = await page.eval('location.hash');
+  check(hash === '#hp=0.00&hpsort=h%3Aoptimizer', 'TB-1 the address holds the filter and the ' +
+    'sort', hash);
+  const page2 = await browser.open(url + hash);
+  const t2 = await hparamsTable(page2);
+  const filterText = await page2.eval('document.getElementById("hp-filter").value');
+  check(JSON.stringify(t2.rows.map((r) => r[0])) === '["odd"]' && filterText === '0.00' &&
+    t2.columns.length === 8,
+  'TB-1 opening the address restores the filter and the sort', [t2.rows, filterText]);
+
+  // A run's check box in the table hides it in the charts, as the run table's does.
+  await page2.eval('(() => { const cb = document.querySelector(\'#hparams tr.hprow ' +
+    'input[type=checkbox]\'); cb.click(); return true; })()');
+  const after = await page2.eval('quern.selftest()');
+  const loss = after.charts.find((c) => c.tag === 'loss');
+  check(loss && !loss.series.some((s) => s.run === 'odd') &&
+    (await page2.eval('location.hash')).includes('hide=odd'),
+  'TB-1 unticking a run in the hparams table hides it in the charts', loss);
+  const problems = page.problems().concat(page2.problems()).filter((p) =>
+    !/image '[^']*\/x' violates the following Content Security Policy directive: "img-src/
+      .test(p));
+  check(problems.length === 0, 'hparams page: no console error or exception', problems);
+  return dir;
 }
 
 // -- serve --
@@ -914,6 +1017,7 @@ async function testServe() {
     await stopServer(server, 'SIGTERM', 'serve');
   }
   await testServeEmpty();
+  await testServeHparams();
   // SIGINT (Ctrl-C) too, with a connection left open.
   const second = startServer(logdir);
   const port2 = await second.port;
@@ -922,6 +1026,39 @@ async function testServe() {
   await sleep(200);
   await stopServer(second, 'SIGINT', 'serve with an idle connection');
   idle.destroy();
+}
+
+// The hparams table on a served page: the same rows, sorting and filtering.
+async function testServeHparams() {
+  const dir = path.join(args.out, 'hparams-logs');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const made = run(args.helper, ['hparams', dir]);
+  check(made.status === 0, 'serve: a log directory of three runs with hparams', made.err);
+  const server = startServer(dir);
+  let browser = null;
+  try {
+    const port = await server.port;
+    const chromium = chromiumPath();
+    if (!chromium) return;
+    browser = new Browser(chromium, false);
+    const origin = 'http://127.0.0.1:' + port + '/';
+    const page = await browser.open(origin + '#hpsort=m%3Aloss&hpdesc=1');
+    let t = await hparamsTable(page);
+    check(JSON.stringify(t.rows.map((r) => [r[0], r[6]])) ===
+      '[["odd","1"],["adam","0.5"],["sgd","0.25"]]',
+    'TB-1 serve: the hparams table, sorted by the address (last loss, descending)', t.rows);
+    await page.eval('(() => { const i = document.getElementById("hp-filter"); i.value = ' +
+      '"adam"; i.dispatchEvent(new Event("input")); return true; })()');
+    t = await hparamsTable(page);
+    check(JSON.stringify(t.rows.map((r) => r[0])) === '["adam"]' &&
+      (await page.eval('location.hash')).includes('hp=adam'),
+    'TB-1 serve: the filter acts and goes into the address', t.rows);
+    checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'),
+      'serve hparams');
+  } finally {
+    if (browser) await browser.close();
+    await stopServer(server, 'SIGTERM', 'serve of the hparams log directory');
+  }
 }
 
 // serve started on an empty log directory, and on one not made yet: the

@@ -13,6 +13,7 @@
 
 #include "files.hpp"
 #include "logdir.hpp"
+#include "quern/summary/event_file.hpp"
 #include "text.hpp"
 
 using namespace quern;
@@ -169,4 +170,71 @@ TEST_CASE("a long scalar series is thinned in memory, every extreme kept", "[boa
   few.settle();
   CHECK_FALSE(few.thinned());
   CHECK(few.steps.size() == 500);
+}
+
+TEST_CASE("TB-1 a run's hparams are read as TensorBoard's hparams plugin reads them",
+          "[board][TB-1]") {
+  namespace fs = std::filesystem;
+  auto dir =
+      fs::temp_directory_path() / ("quern-board-hparams-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto write = [&](const std::string& run, const std::vector<summary_event>& events) {
+    fs::create_directories(dir / run);
+    event_file_writer w;
+    REQUIRE(!w.create_at((dir / run / "events.out.tfevents.1700000000.h").string(),
+                         1700000000.0, false));
+    for (auto& ev : events)
+      w.append(ev);
+    REQUIRE(!w.close(false));
+  };
+  auto at = [](int64_t step, std::vector<summary_value> values) {
+    summary_event ev;
+    ev.wall_time = 1700000000.0 + static_cast<double>(step);
+    ev.step = step;
+    ev.what = summary_event::summary{std::move(values)};
+    return ev;
+  };
+  write("a",
+        {at(0, hparams_values({{"lr", 0.1}, {"opt", "adam"}}, {"loss"}, 1700000000.0)),
+         at(1, {scalar_value("loss", 0.5)}), at(2, {scalar_value("loss", 0.25)}),
+         at(3, {scalar_value("loss", 0.375)}),
+         at(4, {hparams_end_value(hparams_status::failure, 1700000004.0)})});
+  write("b", {at(0, hparams_values({{"lr", 0.01}, {"deep", true}}, {}, 1700000000.0)),
+              at(1, {scalar_value("loss", 2)}), at(1, {scalar_value("acc", 0.5)})});
+  write("c", {at(1, {scalar_value("loss", 3)})});
+  auto found = find_board_runs(dir.string());
+  REQUIRE(found);
+  auto runs = read_runs(*found, {}, true);
+  REQUIRE(runs.size() == 3);
+  std::map<std::string, const run_report*> by;
+  for (auto& r : runs)
+    by[r.run] = &r;
+  auto& a = *by.at("a");
+  CHECK(a.has_hparams);
+  CHECK(a.hparams == hparam_list{{"lr", 0.1}, {"opt", "adam"}});
+  CHECK(a.hparam_metrics == std::vector<std::string>{"loss"});
+  CHECK(a.hparams_end == "failure");
+  // The plugin's summaries are not tags (no text card, no inspect line).
+  CHECK(a.tags.size() == 1);
+  CHECK(a.texts.empty());
+  CHECK(a.tags.at("loss").last_value == 0.375);
+  CHECK(a.tags.at("loss").min_value == 0.25);
+  auto& b = *by.at("b");
+  CHECK(b.hparams == hparam_list{{"deep", true}, {"lr", 0.01}});
+  CHECK(b.hparams_end.empty());
+  CHECK(!by.at("c")->has_hparams);
+  CHECK(hparams_names(runs) == std::vector<std::string>{"deep", "lr", "opt"});
+  // Declared metrics win; with none declared, every scalar tag of the runs
+  // with hparams, as TensorBoard infers them (run c has none: not counted).
+  CHECK(hparams_metrics(runs) == std::vector<std::string>{"loss"});
+  std::vector<run_report> undeclared{b};
+  CHECK(hparams_metrics(undeclared) == std::vector<std::string>{"acc", "loss"});
+  // A tag filter does not hide the hparams.
+  selection only_acc;
+  only_acc.tags = {"acc"};
+  auto filtered = read_runs(*found, only_acc, false);
+  for (auto& r : filtered)
+    if (r.run == "a")
+      CHECK(r.hparams == hparam_list{{"lr", 0.1}, {"opt", "adam"}});
+  fs::remove_all(dir);
 }

@@ -11,6 +11,10 @@
 //   quern_test_board_logdir markdown DIR
 //       one run at DIR's root (no sub-folder): a scalar, and a text summary
 //       of markdown (bold, a table) with HTML that must not run in a page
+//   quern_test_board_logdir hparams DIR
+//       three runs of different hparams (adam, sgd, and one whose name and
+//       value are HTML that must not run in a page), each with a `loss`
+//       series; the first two declare `loss` as their metric
 //   quern_test_board_logdir numbers DIR COUNT
 //       one run of COUNT scalars whose values and wall times are random bit
 //       patterns (every kind of float and double), and so are most steps
@@ -270,6 +274,55 @@ void markdown(const std::string& dir) {
   check(w.close(false), dir);
 }
 
+void hparams(const std::string& dir) {
+  struct run {
+    const char* name;
+    hparam_list hp;
+    std::vector<std::string> metrics;
+    std::vector<float> loss;
+  };
+  const std::string hostile = "<img src=x onerror=\"window.__pwned=3\">";
+  std::vector<run> runs = {
+      {"adam",
+       {{"optimizer", "adam"},
+        {"learning_rate", 0.1},
+        {"batch_size", 32},
+        {"shuffle", true}},
+       {"loss"},
+       {0.9f, 0.4f, 0.5f}},
+      {"sgd",
+       {{"optimizer", "sgd"},
+        {"learning_rate", 0.01},
+        {"batch_size", 64},
+        {"shuffle", false}},
+       {"loss"},
+       {0.8f, 0.3f, 0.25f}},
+      {"odd",
+       {{"optimizer", hostile},
+        {"learning_rate", 0.001},
+        {"batch_size", 128},
+        {"<b onmouseover=\"window.__pwned=4\">name</b>", "x"}},
+       {},
+       {1.5f, 1.25f, 1.0f}},
+  };
+  double t0 = 1700000000.0;
+  for (auto& r : runs) {
+    auto sub = dir + "/" + r.name;
+    event_file_writer w;
+    check(w.create_at(file_in(sub, t0), t0, false), sub);
+    summary_event start;
+    start.wall_time = t0;
+    start.what = summary_event::summary{hparams_values(r.hp, r.metrics, t0)};
+    w.append(start);
+    for (size_t i = 0; i < r.loss.size(); ++i)
+      w.append(scalar_event{t0 + 1 + static_cast<double>(i), static_cast<int64_t>(i),
+                            "loss", r.loss[i]});
+    w.append(summary_at(0, t0 + 10, hparams_end_value(hparams_status::success, t0 + 10)));
+    check(w.close(false), sub);
+    t0 += 100;
+  }
+}
+
 template <class T, class U>
 T from_bits(U bits) {
   T x;
@@ -310,6 +363,8 @@ int main(int argc, char** argv) {
     append(args[1], std::stoll(args[2]), std::stoll(args[3]));
   } else if (args.size() == 2 && args[0] == "markdown") {
     markdown(args[1]);
+  } else if (args.size() == 2 && args[0] == "hparams") {
+    hparams(args[1]);
   } else if (args.size() == 3 && args[0] == "numbers") {
     numbers(args[1], std::stoi(args[2]));
   } else if (args.size() == 5 && args[0] == "big") {
@@ -317,7 +372,7 @@ int main(int argc, char** argv) {
   } else {
     std::cerr
         << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | big DIR "
-           "RUNS TAGS POINTS | markdown DIR | numbers DIR COUNT\n";
+           "RUNS TAGS POINTS | markdown DIR | hparams DIR | numbers DIR COUNT\n";
     return 1;
   }
   return 0;

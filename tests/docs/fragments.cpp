@@ -128,6 +128,16 @@ for (int step = 0; step < 100; ++step)
 // docs-snippet-end
 }
 
+void logging_hparams(quern::summary_writer& writer, int batch_size, double learning_rate) {
+// docs-snippet-begin: logging-hparams
+writer.hparams({{"batch_size", batch_size}, {"optimizer", "adam"},
+                {"learning_rate", learning_rate}, {"shuffle", true}},
+               {"loss"});                              // the metrics to compare runs by
+// ... training, writer.scalar("loss", loss, step) ...
+writer.hparams_end(quern::hparams_status::success);    // optional: the run's end
+// docs-snippet-end
+}
+
 void logging_actor(caf::actor_system& sys, caf::event_based_actor* self, int64_t step) {
 // docs-snippet-begin: logging-actor
 auto writer = quern::spawn_summary_writer(sys, {"runs/a"});   // summary_writer_options

@@ -4,7 +4,12 @@ quern_add_test_suite(quern_test_logging
     ${CMAKE_CURRENT_LIST_DIR}/event_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/writer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/crash_consistency_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/hparams_test.cpp
   LIBS quern::logging)
+# hparams_test.cpp decodes what the writer wrote with the generated protos of
+# logging/proto (private to logging/, so reached here through the build tree).
+target_include_directories(quern_test_logging PRIVATE ${PROJECT_BINARY_DIR}/logging)
+target_link_libraries(quern_test_logging PRIVATE protobuf::libprotobuf)
 target_compile_definitions(quern_test_logging PRIVATE
   QUERN_LOGGING_GOLDEN_DIR="${CMAKE_CURRENT_LIST_DIR}/golden")
 if(QUERN_SANITIZE)

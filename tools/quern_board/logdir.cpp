@@ -162,6 +162,35 @@ scan_result scan_events(const std::string& path, uint64_t from,
   }
 }
 
+/// A value of TensorBoard's hparams plugin: its metadata names the plugin,
+/// or (the writer keeps a tag's metadata only the first time, SW-7) a later
+/// value of one of its tags without metadata.
+bool is_hparams(const summary_value& v) {
+  if (v.plugin_name == hparams_plugin_name)
+    return true;
+  return v.plugin_name.empty() && v.kind() == summary_kind::tensor &&
+         (v.tag == hparams_experiment_tag || v.tag == hparams_session_start_tag ||
+          v.tag == hparams_session_end_tag);
+}
+
+void read_hparams(run_report& rep, const summary_value& v) {
+  auto data = decode_hparams(v.plugin_content);
+  if (!data) // not the plugin's data (or metadata dropped): nothing to show
+    return;
+  switch (data->what) {
+  case hparams_data::kind::session_start:
+    rep.has_hparams = true;
+    rep.hparams = std::move(data->hparams);
+    break;
+  case hparams_data::kind::experiment:
+    rep.hparam_metrics = std::move(data->metrics);
+    break;
+  case hparams_data::kind::session_end:
+    rep.hparams_end = status_name(data->status);
+    break;
+  }
+}
+
 void stat_file(file_report& f) {
   struct ::stat st {};
   if (::stat(f.path.c_str(), &st) == 0) {
@@ -285,6 +314,10 @@ void read_into(run_report& rep, file_report file, const selection& sel,
       return true;
     }
     for (auto& v : summary->values) {
+      if (is_hparams(v)) {
+        read_hparams(rep, v);
+        continue;
+      }
       if (!sel.wants_tag(v.tag))
         continue;
       auto& st = rep.tags[v.tag];
@@ -297,6 +330,7 @@ void read_into(run_report& rep, file_report file, const selection& sel,
         st.kind = v.kind();
         st.min_step = st.max_step = st.first_step = ev.step;
         st.first_value = value;
+        st.min_value = value;
       } else if (ev.step < st.last_step) {
         ++st.out_of_order;
       }
@@ -307,6 +341,8 @@ void read_into(run_report& rep, file_report file, const selection& sel,
       st.max_step = std::max(st.max_step, ev.step);
       st.last_step = ev.step;
       st.last_value = value;
+      if (value < st.min_value || std::isnan(st.min_value))
+        st.min_value = value;
       if (!keep_values)
         continue;
       struct keep {
@@ -490,6 +526,45 @@ caf::expected<std::vector<run_files>> find_board_runs(const std::string& logdir)
     name += " (root)";
   root->run = name;
   return runs;
+}
+
+std::vector<std::string> hparams_metrics(const std::vector<run_report>& runs) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& r : runs)
+    for (auto& m : r.hparam_metrics)
+      if (seen.insert(m).second)
+        out.push_back(m);
+  if (!out.empty())
+    return out;
+  for (auto& r : runs)
+    if (r.has_hparams)
+      for (auto& [tag, st] : r.tags)
+        if (st.kind == summary_kind::scalar)
+          seen.insert(tag);
+  return {seen.begin(), seen.end()};
+}
+
+std::vector<std::string> hparams_names(const std::vector<run_report>& runs) {
+  std::set<std::string> names;
+  for (auto& r : runs)
+    for (auto& [name, value] : r.hparams)
+      names.insert(name);
+  return {names.begin(), names.end()};
+}
+
+std::string status_name(hparams_status status) {
+  switch (status) {
+  case hparams_status::success:
+    return "success";
+  case hparams_status::failure:
+    return "failure";
+  case hparams_status::running:
+    return "running";
+  case hparams_status::unknown:
+    break;
+  }
+  return "unknown";
 }
 
 std::string kind_name(const tag_stats& st) {

@@ -17,6 +17,7 @@
 
 #include "quern/summary.hpp"
 #include "quern/summary/reader.hpp"
+#include "quern/summary/values.hpp"
 
 namespace quern::board {
 
@@ -41,6 +42,8 @@ struct tag_stats {
   int64_t last_step = 0;
   double first_value = 0;
   double last_value = 0;
+  /// The lowest value (NaN skipped; NaN when every value is NaN).
+  double min_value = 0;
   size_t out_of_order = 0;
   std::string plugin;
 };
@@ -146,6 +149,14 @@ struct run_report {
   std::map<std::string, tag_stats> tags;
   std::map<std::string, size_t> other_events; // session logs, log messages, graphs
   bool damaged = false;
+  /// The run's hparams, as TensorBoard's hparams plugin reads them (TB-1):
+  /// the values of its (last) session start, sorted by name; the metrics its
+  /// experiment names; its end status ("" while none was written). The
+  /// plugin's summaries are not tags of the run.
+  bool has_hparams = false;
+  hparam_list hparams;
+  std::vector<std::string> hparam_metrics;
+  std::string hparams_end;
   // Filled only when values are kept (each bounded, see above):
   std::map<std::string, scalar_series> scalars;
   std::map<std::string, spread_list<stamped<compressed_histogram>>> histograms;
@@ -210,6 +221,15 @@ std::string logdir_name(const std::string& logdir);
 /// ".") named after the log directory (logdir_name), or that name and
 /// " (root)" when a sub-folder has that name already.
 caf::expected<std::vector<run_files>> find_board_runs(const std::string& logdir);
+
+/// The hparams table (TB-1): the metrics to show, the union of the runs'
+/// declared metrics in order of appearance or, when no run declares any, as
+/// TensorBoard infers them, every scalar tag of the runs with hparams.
+std::vector<std::string> hparams_metrics(const std::vector<run_report>& runs);
+/// The hyper-parameters' names over all runs, sorted.
+std::vector<std::string> hparams_names(const std::vector<run_report>& runs);
+/// "success", "failure", "running" or "unknown".
+std::string status_name(hparams_status status);
 
 /// "scalars", "histograms", "images", "tensors" or "text" (plugin "text").
 std::string kind_name(const tag_stats& st);

@@ -66,11 +66,13 @@ const std::map<std::string, command_info> commands = {
       "start time), its files, its tags by kind with event counts, step ranges,\n"
       "first and last values, out-of-order steps, and damaged records.\n"}},
     {"export",
-     {"quern-board export LOGDIR [--run R]... [--tag T]... [--format csv|json]",
+     {"quern-board export LOGDIR [--run R]... [--tag T]... [--format csv|json] "
+      "[--hparams]",
       "Prints every scalar: run, tag, step, wall_time (exact: the shortest\n"
       "decimal that reads back the same double), value (nine significant\n"
       "digits: the exact float). Runs in TensorBoard's order (by start time),\n"
-      "events in file order.\n"}},
+      "events in file order. --hparams: one row per run with hparams, its\n"
+      "hyper-parameters and the last and lowest value of each metric.\n"}},
     {"html",
      {"quern-board html LOGDIR [-o FILE] [--run R]... [--tag T]...",
       "Writes one HTML file (default LOGDIR/index.html; '-' for stdout) that\n"
@@ -161,9 +163,13 @@ int run(int argc, char** argv) {
                           "only this run (repeatable; default: every run)")(
         "tag,t", po::value(&tag_list)->composing(),
         "only this tag (repeatable; default: every tag)");
+  bool hparams = false;
   if (cmd == "export")
     visible.add_options()("format,f", po::value(&format)->default_value("csv"),
-                          "csv or json");
+                          "csv or json")(
+        "hparams", po::bool_switch(&hparams),
+        "the runs' hparams and the last and lowest values of their metrics instead "
+        "of the scalars");
   if (cmd == "html")
     visible.add_options()("output,o", po::value(&output),
                           "the file to write (default LOGDIR/index.html; - for stdout)");
@@ -240,6 +246,12 @@ int run(int argc, char** argv) {
   if (cmd == "inspect") {
     auto reports = read_runs(*runs, sel, false);
     write_inspect(std::cout, logdir, reports, !sel.tags.empty());
+    report_damage(reports);
+    return any_damage(reports) ? exit_damaged : 0;
+  }
+  if (cmd == "export" && hparams) {
+    auto reports = read_runs(*runs, sel, false);
+    write_hparams(std::cout, reports, format == "json");
     report_damage(reports);
     return any_damage(reports) ? exit_damaged : 0;
   }

@@ -145,7 +145,25 @@ std::string runs_json(const std::vector<run_report>& runs, const page_options& o
       first = false;
       out += json_string(tag + ": out-of-order steps " + std::to_string(st.out_of_order));
     }
-    out += "],\"other\":{";
+    // TensorBoard's hparams (TB-1): values by name, the declared metrics,
+    // the end status; none: no "hparams" member.
+    if (rep.has_hparams) {
+      out += "],\"hparams\":{";
+      for (size_t i = 0; i < rep.hparams.size(); ++i) {
+        auto& [name, v] = rep.hparams[i];
+        out += i ? "," : "";
+        out += json_string(name) + ":" +
+               (v.kind() == hparam_value::type::string ? json_string(v.string())
+                : v.kind() == hparam_value::type::boolean
+                    ? std::string(v.boolean() ? "true" : "false")
+                    : json_number(v.number()));
+      }
+      out += "},\"metrics\":[";
+      for (size_t i = 0; i < rep.hparam_metrics.size(); ++i)
+        out += (i ? "," : "") + json_string(rep.hparam_metrics[i]);
+      out += "],\"ended\":" + json_string(rep.hparams_end);
+    }
+    out += (rep.has_hparams ? "" : "]") + std::string(",\"other\":{");
     first = true;
     for (auto& [name, count] : rep.other_events) {
       out += first ? "" : ",";
@@ -337,7 +355,8 @@ std::string render_page_with(const std::string& data, const page_options& opt) {
   out += "</style>\n</head>\n<body>\n";
   out += "<header><h1>" + html_escape(opt.title) +
          "</h1><span id=\"status\"></span></header>\n";
-  out += "<div id=\"controls\"></div>\n<div id=\"runs\"></div>\n<main "
+  out += "<div id=\"controls\"></div>\n<div id=\"runs\"></div>\n<div "
+         "id=\"hparams\"></div>\n<main "
          "id=\"cards\"></main>\n";
   out += "<script type=\"application/json\" id=\"quern-data\">";
   out += data;

@@ -21,4 +21,14 @@ std::vector<run_report> write_export(std::ostream& out,
                                      const std::vector<run_files>& runs,
                                      const selection& sel, bool json);
 
+/// What `export --hparams` prints (TB-1): one row per run with hparams, its
+/// hyper-parameters (sorted by name; empty where a run has none of that
+/// name), then per metric its last value and its lowest; runs in
+/// TensorBoard's order. CSV: `run,<hparam>...,<metric>...,min(<metric>)...`.
+void write_hparams(std::ostream& out, const std::vector<run_report>& runs, bool json);
+
+/// An hparam's value as text: a string as it is, true/false, a number in its
+/// shortest round-trip form.
+std::string hparam_text(const hparam_value& v);
+
 } // namespace quern::board

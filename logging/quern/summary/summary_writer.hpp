@@ -122,6 +122,15 @@ public:
   void add_session_log(session_status status, const std::string& checkpoint_path = {},
                        int64_t step = 0, const std::string& msg = {});
 
+  /// TensorBoard's `hp.hparams(hparams)` (SW-45): the run's hyper-parameters
+  /// and, when given, the scalar tags to compare runs by, at step 0:
+  ///   writer.hparams({{"batch_size", 32}, {"optimizer", "adam"}}, {"loss"});
+  /// Throws invalid_argument_error for an empty, repeated or non-UTF-8 name
+  /// or metric, a non-UTF-8 string value or a number that is not finite.
+  void hparams(const hparam_list& hparams, const std::vector<std::string>& metrics = {});
+  /// The run's end for the hparams plugin (SW-45): its status and time.
+  void hparams_end(hparams_status status = hparams_status::success);
+
   /// add_summary(summary, global_step) (SW-7): values with metadata keep it
   /// only the first time their tag is seen; wall_time = now.
   void add_summary(std::vector<summary_value> values, int64_t step = 0);

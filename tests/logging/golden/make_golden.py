@@ -13,6 +13,17 @@ CRC-32C of SW-21. Run it from this directory; the .bin files are committed.
                              bucket=[0, 1, 0]} (min=max=sum=sum_squares=0
                     are proto3 defaults and are not written)
   events.bin        the three records above, one after the other
+  hparams.bin       Event{wall_time=1700000000.0, summary{value{
+                          tag="_hparams_/session_start_info",
+                          tensor={dtype=DT_FLOAT, shape [0]},
+                          metadata{plugin_data{plugin_name="hparams",
+                            content=HParamsPluginData{version=0,
+                              session_start_info{hparams{batch_size: 32,
+                              optimizer: "adam", shuffle: true},
+                              start_time_secs=1700000000.0}}}}}}}
+                    (TensorBoard's hparams plugin: plugin_data.proto,
+                    api.proto, google.protobuf.Value of struct.proto; map
+                    entries sorted by key, each with its key and value)
 """
 import struct
 import sys
@@ -78,10 +89,26 @@ histo_value = ld(0x0A, b"w") + ld(0x2A, histo)
 histogram = (dbl(0x09, 1700000001.0) + b"\x10" + varint(7) +
              ld(0x2A, ld(0x0A, histo_value)))
 
+def entry(key, value):  # map<string, Value> entry: key = 1, value = 2
+    return ld(0x0A, ld(0x0A, key) + ld(0x12, value))
+
+
+hparams_map = (entry(b"batch_size", dbl(0x11, 32.0)) +       # number_value = 2
+               entry(b"optimizer", ld(0x1A, b"adam")) +        # string_value = 3
+               entry(b"shuffle", b"\x20\x01"))                # bool_value = 4
+start_info = hparams_map + dbl(0x29, 1700000000.0)          # start_time_secs = 5
+plugin_content = ld(0x1A, start_info)                        # session_start_info = 3
+null_tensor = b"\x08\x01" + ld(0x12, ld(0x12, b""))          # DT_FLOAT, shape [0]
+hp_metadata = ld(0x0A, ld(0x0A, b"hparams") + ld(0x12, plugin_content))
+hp_value = (ld(0x0A, b"_hparams_/session_start_info") + ld(0x42, null_tensor) +
+            ld(0x4A, hp_metadata))
+hparams_event = dbl(0x09, 1700000000.0) + ld(0x2A, ld(0x0A, hp_value))
+
 files = {
     "file_version.bin": record(file_version),
     "scalar.bin": record(scalar),
     "histogram.bin": record(histogram),
+    "hparams.bin": record(hparams_event),
 }
 files["events.bin"] = b"".join(files[k] for k in
                                ("file_version.bin", "scalar.bin", "histogram.bin"))

@@ -24,6 +24,11 @@
     runText: '',
     tagText: '',
     hidden: new Set(),
+    // The hparams table: a text filter on runs and values, the column it is
+    // sorted by ('' for run order) and the direction.
+    hpText: '',
+    hpSort: '',
+    hpDesc: false,
   };
   let data = null;
   let model = null;
@@ -806,6 +811,7 @@
       div.innerHTML = '<p class="empty">No runs yet: runs written under the log directory ' +
         (data.live ? 'appear here as they are written.' : 'appear on the page made after.') +
         '</p>';
+      buildHparams();
       showStatus();
       return;
     }
@@ -828,9 +834,144 @@
         const name = model.runs[Number(cb.dataset.i)].name;
         if (cb.checked) state.hidden.delete(name); else state.hidden.add(name);
         writeFragment();
+        buildHparams();
         drawAll();
       };
+    buildHparams();
     showStatus();
+  }
+
+  // -- hparams (TensorBoard's hparams plugin) --
+
+  // The columns: every hyper-parameter by name, then per metric its last
+  // value and its lowest. Metrics: those the runs declare or, when none does,
+  // as TensorBoard infers them, every scalar tag of the runs with hparams.
+  function hparamsColumns() {
+    const runs = model.runs.map((r, i) => ({ r, i })).filter((x) => x.r.hparams);
+    const names = [...new Set(runs.flatMap((x) => Object.keys(x.r.hparams)))].sort();
+    let metrics = [...new Set(runs.flatMap((x) => x.r.metrics))];
+    if (!metrics.length)
+      metrics = [...model.byTag.keys()].filter((t) =>
+        model.byTag.get(t).some((s) => model.runs[s.run].hparams)).sort();
+    const cols = [{ key: 'run', label: 'run' }];
+    for (const n of names) cols.push({ key: 'h:' + n, label: n, hparam: n });
+    for (const m of metrics) cols.push({ key: 'm:' + m, label: m, metric: m, last: true });
+    for (const m of metrics) cols.push({ key: 'min:' + m, label: 'min(' + m + ')', metric: m });
+    return { runs, cols };
+  }
+
+  // A cell: {text, num} (num for numbers and bools, for sorting), or null.
+  function hparamsCell(col, run, i) {
+    if (col.key === 'run') return { text: run.name, num: null };
+    if (col.hparam !== undefined) {
+      if (!Object.prototype.hasOwnProperty.call(run.hparams, col.hparam)) return null;
+      const v = run.hparams[col.hparam];
+      return typeof v === 'number' ? { text: formatHparam(v), num: v } :
+        typeof v === 'boolean' ? { text: String(v), num: v ? 1 : 0 } : { text: String(v), num: null };
+    }
+    const s = (model.byTag.get(col.metric) || []).find((x) => x.run === i);
+    if (!s || !s.n) return null;
+    let v = s.values[s.n - 1];
+    if (!col.last) {
+      v = NaN;
+      for (let k = 0; k < s.n; k++) {
+        const y = s.values[k];
+        if (!Number.isNaN(y) && !(y >= v)) v = y; // the first number, then lower ones
+      }
+    }
+    return { text: formatValue(v), num: v };
+  }
+
+  function formatHparam(v) {
+    // The shortest form that reads back as the same number.
+    return String(v);
+  }
+
+  function buildHparams() {
+    const div = document.getElementById('hparams');
+    const { runs, cols } = hparamsColumns();
+    div.innerHTML = '';
+    if (!runs.length) return;
+    div.appendChild(el('h2', '', 'hparams'));
+    const label = el('label', '', 'Filter ');
+    const input = el('input');
+    input.id = 'hp-filter';
+    input.placeholder = 'text in a run or a value';
+    input.value = state.hpText;
+    label.appendChild(input);
+    div.appendChild(label);
+    const table = el('table', 'hparams');
+    const head = el('tr');
+    head.appendChild(el('th', ''));
+    for (const c of cols) {
+      const th = el('th', 'sortable', c.label + (state.hpSort === c.key ? (state.hpDesc ?
+        ' \u25bc' : ' \u25b2') : ''));
+      th.dataset.key = c.key;
+      th.title = 'sort by ' + c.label;
+      th.onclick = () => {
+        if (state.hpSort === c.key) state.hpDesc = !state.hpDesc;
+        else { state.hpSort = c.key; state.hpDesc = false; }
+        writeFragment();
+        buildHparams();
+      };
+      head.appendChild(th);
+    }
+    table.appendChild(head);
+    let rows = runs.map((x) => ({ x, cells: cols.map((c) => hparamsCell(c, x.r, x.i)) }));
+    const needle = state.hpText.toLowerCase();
+    if (needle)
+      rows = rows.filter((row) => row.cells.some((c) => c && c.text.toLowerCase().includes(needle)));
+    const k = cols.findIndex((c) => c.key === state.hpSort);
+    if (k >= 0) {
+      // Numbers by value, text by its order; empty cells last either way.
+      const cmp = (a, b) => {
+        if (a.num !== null && b.num !== null && !Number.isNaN(a.num) && !Number.isNaN(b.num))
+          return a.num - b.num;
+        return a.text < b.text ? -1 : a.text > b.text ? 1 : 0;
+      };
+      rows.sort((p, q) => {
+        const a = p.cells[k], b = q.cells[k];
+        if (!a || !b) return (a ? 0 : 1) - (b ? 0 : 1);
+        return state.hpDesc ? cmp(b, a) : cmp(a, b);
+      });
+    }
+    for (const row of rows) {
+      const tr = el('tr', 'hprow');
+      tr.dataset.run = row.x.r.name;
+      const box = el('td');
+      const cb = el('input');
+      cb.type = 'checkbox';
+      cb.checked = !state.hidden.has(row.x.r.name);
+      cb.title = 'show this run in the charts';
+      cb.onchange = () => {
+        if (cb.checked) state.hidden.delete(row.x.r.name); else state.hidden.add(row.x.r.name);
+        writeFragment();
+        buildRuns();
+        drawAll();
+      };
+      box.appendChild(cb);
+      tr.appendChild(box);
+      row.cells.forEach((c, j) => {
+        const td = el('td', cols[j].key === 'run' ? 'run' : c && c.num !== null ? 'num' : '',
+          c ? c.text : '');
+        if (cols[j].key === 'run') {
+          const sw = el('span', 'swatch');
+          sw.style.background = row.x.r.color;
+          td.prepend(sw);
+        }
+        tr.appendChild(td);
+      });
+      table.appendChild(tr);
+    }
+    div.appendChild(table);
+    input.oninput = () => {
+      state.hpText = input.value;
+      writeFragment();
+      buildHparams();
+      const again = document.getElementById('hp-filter');
+      again.focus();
+      again.setSelectionRange(again.value.length, again.value.length);
+    };
   }
 
   function showStatus() {
@@ -902,7 +1043,8 @@
   function readFragment() {
     const params = new URLSearchParams(location.hash.slice(1));
     Object.assign(state, { smoothing: TB_DEFAULT_SMOOTHING, x: 'step', log: false,
-      outliers: true, runRegex: '', tagRegex: '', runText: '', tagText: '' });
+      outliers: true, runRegex: '', tagRegex: '', runText: '', tagText: '', hpText: '',
+      hpSort: '', hpDesc: false });
     state.hidden.clear();
     if (params.has('smoothing')) state.smoothing = Math.min(Math.max(
       Number(params.get('smoothing')) || 0, 0), 0.999);
@@ -912,6 +1054,9 @@
     if (params.has('run')) state.runText = params.get('run');
     if (params.has('tag')) state.tagText = params.get('tag');
     for (const name of params.getAll('hide')) state.hidden.add(name);
+    if (params.has('hp')) state.hpText = params.get('hp');
+    if (params.has('hpsort')) state.hpSort = params.get('hpsort');
+    if (params.has('hpdesc')) state.hpDesc = params.get('hpdesc') === '1';
     return { selftest: params.has('selftest'), bench: params.has('bench') };
   }
 
@@ -924,6 +1069,9 @@
     if (state.runText) params.set('run', state.runText);
     if (state.tagText) params.set('tag', state.tagText);
     for (const name of [...state.hidden].sort()) params.append('hide', name);
+    if (state.hpText) params.set('hp', state.hpText);
+    if (state.hpSort) params.set('hpsort', state.hpSort);
+    if (state.hpDesc) params.set('hpdesc', '1');
     const hash = params.toString();
     if (hash === location.hash.slice(1)) return;
     const url = location.href.replace(/#.*$/, '') + (hash ? '#' + hash : '');
@@ -992,6 +1140,12 @@
       log: state.log, outliers: state.outliers, errors: quern.errors,
       runs: model.runs.map((r) => ({ name: r.name, color: r.color, problems: r.problems })),
       charts: [], histograms: [], texts: [], images: [],
+      hparams: {
+        columns: [...document.querySelectorAll('#hparams th.sortable')].map((th) => th.dataset.key),
+        rows: [...document.querySelectorAll('#hparams tr.hprow')].map((tr) =>
+          [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)),
+        html: document.getElementById('hparams').innerHTML,
+      },
     };
     for (const card of charts.values()) {
       const shown = card.div.style.display !== 'none';
