@@ -17,6 +17,7 @@
 
 #include "quern/input/batching.hpp"
 #include "quern/input/csv_source.hpp"
+#include "quern/state_bytes.hpp"
 
 namespace quern::examples {
 
@@ -89,6 +90,20 @@ struct linear_model {
   double w1 = 0;
   double w2 = 0;
   double b = 0;
+
+  /// The weights as a checkpoint part's bytes, and back.
+  std::string save() const {
+    state_writer out;
+    out.write_f64(w1).write_f64(w2).write_f64(b);
+    return out.take();
+  }
+  void restore(const std::string& bytes) {
+    state_reader in{bytes, "the model's checkpoint"};
+    w1 = in.read_f64();
+    w2 = in.read_f64();
+    b = in.read_f64();
+    in.expect_end();
+  }
 
   /// One step on a batch of columns (x1, x2, y); returns the batch's loss
   /// before the step.

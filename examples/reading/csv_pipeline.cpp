@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   std::string logdir;
   int64_t seed = 1;
   int32_t min_after_dequeue = 200;
+  int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  bool restore = false;
+  int64_t stop_after = 0;
   po::options_description desc{
       "csv_pipeline: the reading-data guide's input pipeline (CSV files -> "
       "string_input_producer -> readers + decode_csv -> shuffle_batch) training a "
@@ -70,14 +74,24 @@ int main(int argc, char** argv) {
       "logdir", po::value<std::string>(&logdir)->default_value("runs/csv_pipeline"),
       "run directory: the CSV files go to <logdir>/data, the event file to <logdir>")(
       "seed", po::value<int64_t>(&seed)->default_value(seed),
-      "seed of the data, the file order and the shuffle queue (0: random order)");
+      "seed of the data, the file order and the shuffle queue (0: random order)")(
+      "checkpoint-every", po::value<int64_t>(&checkpoint_every)->default_value(0),
+      "write a checkpoint of the pipeline and the model every N steps (0: none)")(
+      "checkpoint-dir", po::value<std::string>(&checkpoint_dir),
+      "where checkpoints go (default: <logdir>/ckpt)")(
+      "restore", po::bool_switch(&restore),
+      "go on from the newest checkpoint of --checkpoint-dir, if there is one")(
+      "stop-after-steps", po::value<int64_t>(&stop_after)->default_value(0),
+      "end the run after N steps, as a preempted job would (0: run to the end)");
   po::variables_map vm;
   if (auto status = quern::cli::parse_options("csv_pipeline", argc, argv, desc, vm))
     return *status;
   if (files <= 0 || rows <= 0 || epochs <= 0 || batch_size <= 0 || readers <= 0 ||
-      min_after_dequeue < 0 || !(learning_rate > 0)) {
+      min_after_dequeue < 0 || !(learning_rate > 0) || checkpoint_every < 0 ||
+      stop_after < 0) {
     std::cerr << "csv_pipeline: --files, --rows, --epochs, --batch-size, --readers and "
-                 "--learning-rate must be positive, --min-after-dequeue non-negative\n";
+                 "--learning-rate must be positive, --min-after-dequeue, "
+                 "--checkpoint-every and --stop-after-steps non-negative\n";
     return 2;
   }
   // An empty run directory would put the CSV files in /data, at the root.
@@ -113,7 +127,12 @@ int main(int argc, char** argv) {
                     {"epochs", epochs},
                     {"seed", seed}},
                    {"loss"});
-    pipeline pipe{sys};
+    // Checkpoints (docs/resume.md): the pipeline's queues, producers and
+    // readers, and the model as a part of the same file.
+    pipeline_options popts;
+    popts.checkpoint_dir = checkpoint_dir.empty() ? logdir + "/ckpt" : checkpoint_dir;
+    popts.restore = restore;
+    pipeline pipe{sys, popts};
     input_summaries summaries{sys};
 
     // filename_queue = tf.train.string_input_producer(files, num_epochs=...)
@@ -148,13 +167,27 @@ int main(int argc, char** argv) {
 
     // The model: y = w1 x1 + w2 x2 + b, trained by SGD on mean squared error.
     examples::linear_model model;
+    pipe.add_checkpoint_part(
+        "model", [&model] { return model.save(); },
+        [&model](const std::string& bytes) { model.restore(bytes); });
     coordinator coord{sys};
-    auto threads = pipe.start_queue_runners(coord);
+    auto threads = pipe.start_queue_runners(coord); // restores first with --restore
     auto in = pipe.make_consumer(examples_batch.queue);
-    int64_t step = 0;
+    int64_t step = pipe.restored_step();
+    if (step > 0) {
+      // SessionLog START: the board drops the points written after this step
+      // by the run that was broken, as TensorBoard does.
+      writer.add_session_log(session_status::start, {}, step);
+      std::cout << "restored from " << popts.checkpoint_dir << " at step " << step
+                << "\n";
+    }
     double loss = 0;
     try {
       while (!coord.should_stop()) {
+        if (stop_after > 0 && step >= stop_after) {
+          std::cout << "stopped after step " << step << " (--stop-after-steps)\n";
+          break;
+        }
         auto batch = examples_batch.next(in); // sess.run(train_op)
         loss = model.step(batch, learning_rate);
         writer.scalar("loss", loss, step);
@@ -162,6 +195,8 @@ int main(int argc, char** argv) {
         if (step % 100 == 0)
           std::cout << "step " << std::setw(5) << step << "  loss " << loss << "\n";
         ++step;
+        if (checkpoint_every > 0 && step % checkpoint_every == 0)
+          pipe.checkpoint(step); // `step` batches trained
       }
     } catch (const out_of_range_error&) {
       std::cout << "Done training -- epoch limit reached\n";

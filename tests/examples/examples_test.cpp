@@ -94,6 +94,39 @@ TEST_CASE("IN-3 IN-12 IN-16 example csv_pipeline: trains to the epoch limit and 
   CHECK(tags.count("weights/w1") == 1);
 }
 
+TEST_CASE("RS-7 example csv_pipeline: stopped after a checkpoint and run again with "
+          "--restore, it trains what the unbroken run trains",
+          "[RS-7][RS-8][examples]") {
+  auto bin = example_binary("csv_pipeline");
+  quern::test::temp_dir dir;
+  auto args = " --files 2 --rows 100 --epochs 3 --batch-size 16 --min-after-dequeue 20 "
+              "--seed 3 --checkpoint-every 10 --logdir " +
+              dir.path();
+  // Preempted at step 25: its last checkpoint is at step 20.
+  auto first = run(bin + args + " --readers 2 --stop-after-steps 25");
+  INFO(first.output);
+  REQUIRE(first.status == 0);
+  CHECK(first.output.find("stopped after step 25") != std::string::npos);
+  // Restored with another number of readers.
+  auto second = run(bin + args + " --readers 3 --restore");
+  INFO(second.output);
+  REQUIRE(second.status == 0);
+  CHECK(second.output.find("at step 20") != std::string::npos);
+  CHECK(second.output.find("Done training -- epoch limit reached") != std::string::npos);
+  CHECK(second.output.find("trained 37 steps") != std::string::npos);
+  // Both runs' points are in the run's files, and the restored one says where
+  // it restarted (SessionLog START at step 20).
+  auto tags = scalars_in(dir.path());
+  CHECK(tags["loss"] == range(37));
+  bool start_at_20 = false;
+  for (auto& entry : fs::directory_iterator(dir.path()))
+    if (entry.path().filename().string().find("tfevents") != std::string::npos)
+      for (auto& ev : quern::read_event_file(entry.path().string()).events)
+        if (auto log = caf::get_if<quern::summary_event::session_log>(&ev.what))
+          start_at_20 = start_at_20 || (log->status == 1 && ev.step == 20);
+  CHECK(start_at_20);
+}
+
 TEST_CASE("examples: every one answers --help and names a bad option or a stray argument",
           "[examples]") {
   for (auto name : {"csv_pipeline", "five_groups", "queue_runner_training", "incrementer",
