@@ -175,6 +175,18 @@ struct pipeline_args {
   bool fifo = false;
   std::string consume = "stream";
   int64_t synthetic = 0; // rows per file name; 0: read and parse the files
+  /// --checkpoint-every: a pipeline checkpoint every N batches into
+  /// checkpoint_dir (0: none).
+  int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+};
+
+/// What the checkpoints of one pipeline run cost the consumer.
+struct checkpoint_costs {
+  int count = 0;
+  double longest = 0;  // s: the longest consumer stall, one checkpoint() call
+  double total = 0;    // s
+  uintmax_t bytes = 0; // of the last file
 };
 
 /// --synthetic: a reader worker that parses nothing: for each file name it
@@ -206,9 +218,12 @@ example_source synthetic_source(queue_actor filenames, caf::actor_system& sys,
 }
 
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,
-                       const pipeline_args& a, double& checksum, cpu_split& cpu) {
+                       const pipeline_args& a, double& checksum, cpu_split& cpu,
+                       checkpoint_costs* costs = nullptr) {
   auto cpu_before = threads_cpu();
-  pipeline pipe{sys};
+  pipeline_options popts;
+  popts.checkpoint_dir = a.checkpoint_dir;
+  pipeline pipe{sys, popts};
   producer_options po;
   po.num_epochs = 1;
   po.shuffle = false;
@@ -240,10 +255,20 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
     streamed = std::make_unique<batch_reader>(sys, b.queue, a.batch_size,
                                               any_size ? batch_cut::any_size : b.cut());
   int64_t n = 0;
+  int64_t batches = 0;
   bool smaller_seen = false;
   try {
     for (;;) {
       auto batch = per_call ? b.next(in) : streamed->pull();
+      if (costs && ++batches % a.checkpoint_every == 0) {
+        auto c0 = clock_type::now();
+        auto path = pipe.checkpoint(batches);
+        auto took = seconds_since(c0);
+        ++costs->count;
+        costs->total += took;
+        costs->longest = std::max(costs->longest, took);
+        costs->bytes = std::filesystem::file_size(path);
+      }
       // shuffle_batch's contract: full batches, then one smaller final batch.
       if (smaller_seen && !any_size)
         throw std::logic_error("a batch came after the smaller final batch");
@@ -296,6 +321,93 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
             << " + consumer " << median(cpu_ns.consumer) << " + workers "
             << median(cpu_ns.detached) << " (medians of " << rounds << ")\n";
   quern::bench::print_peak_rss();
+  return rc;
+}
+
+/// --checkpoint-every: rounds of the pipeline without checkpoints and with
+/// one every N batches (consumed per call, as a trainer that checkpoints
+/// does), alternating; then the checkpoint of a full shuffle buffer of
+/// 10,000 rows. Returns the exit code (1: a run lost or added a row).
+int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& files,
+                      pipeline_args a, int rounds, int64_t rows, double sum_want) {
+  a.consume = "per-call";
+  int rc = 0;
+  std::vector<double> ratios, plain_rates, ckpt_rates, longest, mean;
+  uintmax_t bytes = 0;
+  auto every = a.checkpoint_every;
+  for (int round = 0; round < rounds; ++round) {
+    double rate[2] = {0, 0};
+    for (int with = 0; with < 2; ++with) {
+      a.checkpoint_every = with ? every : 0;
+      double sum = 0;
+      cpu_split cpu;
+      checkpoint_costs costs;
+      auto t0 = clock_type::now();
+      auto n = quern_pipeline(sys, files, a, sum, cpu, with ? &costs : nullptr);
+      rate[with] = n / seconds_since(t0);
+      if (n != rows || std::abs(sum - sum_want) > 1e-6 * std::abs(sum_want) + 1) {
+        std::cerr << "bench_reading_pipeline: " << n << " of " << rows << " rows\n";
+        rc = 1;
+      }
+      if (with) {
+        longest.push_back(costs.longest);
+        mean.push_back(costs.count ? costs.total / costs.count : 0);
+        bytes = costs.bytes;
+        std::cout << std::setprecision(0) << "round " << round + 1 << ": " << costs.count
+                  << " checkpoints, longest stall " << std::setprecision(1)
+                  << 1e3 * costs.longest << " ms\n";
+      }
+    }
+    plain_rates.push_back(rate[0]);
+    ckpt_rates.push_back(rate[1]);
+    ratios.push_back(rate[1] / rate[0]);
+  }
+  std::cout << std::fixed << std::setprecision(0) << "pipeline (" << a.readers
+            << " readers, shuffle_batch_join " << a.batch_size
+            << ", per-call): " << median(plain_rates)
+            << " examples/s without checkpoints, " << median(ckpt_rates)
+            << " with one every " << every << " batches\n"
+            << std::setprecision(1) << "  checkpoint: " << 1e3 * median(mean)
+            << " ms on average, longest consumer stall " << 1e3 * median(longest)
+            << " ms, " << bytes / 1e3 << " kB (medians)\n"
+            << std::setprecision(3)
+            << "ratio with checkpoints / without: " << median(ratios) << "x (median of "
+            << rounds << " rounds)\n";
+
+  // A full shuffle buffer of 10,000 rows of the flagship's three floats.
+  pipeline_options popts;
+  popts.checkpoint_dir = a.checkpoint_dir;
+  pipeline pipe{sys, popts};
+  std::vector<float> col(20000, 0.5f);
+  producer_options po;
+  po.shuffle = false;
+  po.capacity = 1024;
+  auto rows_q =
+      slice_input_producer(pipe,
+                           {tensor::vector<float>(col), tensor::vector<float>(col),
+                            tensor::vector<float>(col)},
+                           po);
+  batch_options bo;
+  examples::set_csv_signature(bo);
+  bo.batch_size = a.batch_size;
+  bo.min_after_dequeue = 10000;
+  bo.capacity = 10000 + 2 * a.batch_size;
+  auto b = shuffle_batch(pipe, example_source::dequeue_from(rows_q), bo);
+  pipe.start_queue_runners();
+  blocking_queue q{sys, b.queue};
+  while (q.size() < bo.min_after_dequeue)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto t0 = clock_type::now();
+  auto snap = pipe.snapshot(1);
+  auto stall = seconds_since(t0);
+  t0 = clock_type::now();
+  auto path = pipe.checkpoint(1);
+  auto whole = seconds_since(t0);
+  std::cout << std::setprecision(1) << "shuffle buffer of "
+            << snap.queues.at("shuffle_batch").stored_rows()
+            << " rows: snapshot (the pipeline paused) " << 1e3 * stall
+            << " ms, checkpoint with its file " << 1e3 * whole << " ms, "
+            << std::filesystem::file_size(path) / 1e3 << " kB\n";
   return rc;
 }
 
@@ -353,6 +465,9 @@ int main(int argc, char** argv) {
       "diagnostic: the readers parse nothing and emit pre-built batches (as many rows "
       "as the files hold), so the queue and the consumer are measured alone; no "
       "plain loop")(
+      "checkpoint-every", po::value<int64_t>(&a.checkpoint_every)->default_value(0),
+      "measure pipeline checkpoints: the pipeline consumed per call without checkpoints "
+      "and with one every N batches, and the checkpoint of a 10,000-row shuffle buffer")(
       "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
       "how the consumer takes batches: stream (a batch_reader with b.cut(): exact "
       "batches, demand for several kept granted), per-call (one dequeue_up_to request "
@@ -364,11 +479,12 @@ int main(int argc, char** argv) {
     return *status;
   if (!(megabytes > 0) || files_n <= 0 || rounds <= 0 || a.readers <= 0 ||
       a.batch_size <= 0 || a.read_batch <= 0 || a.min_after_dequeue < 0 ||
-      a.capacity < 0 ||
+      a.capacity < 0 || a.checkpoint_every < 0 ||
       (a.consume != "stream" && a.consume != "per-call" && a.consume != "any-size")) {
     std::cerr << "bench_reading_pipeline: --mb, --files, --rounds, --readers, "
                  "--batch-size and --read-batch must be positive, --min-after-dequeue "
-                 "and --capacity non-negative, --consume one of stream, per-call, "
+                 "--capacity and --checkpoint-every non-negative, --consume one of "
+                 "stream, per-call, "
                  "any-size\n";
     return 2;
   }
@@ -423,6 +539,14 @@ int main(int argc, char** argv) {
     auto total_rows = plain_loop(files, a.read_batch, warm);
     if (pipeline_only)
       return pipeline_rounds(files, a, rounds, total_rows, warm, false);
+    if (a.checkpoint_every > 0) {
+      a.checkpoint_dir = dir + "/ckpt";
+      quern::config cfg;
+      caf::actor_system sys{cfg};
+      rc = checkpoint_rounds(sys, files, a, rounds, total_rows, warm);
+      quern::bench::print_peak_rss();
+      return rc;
+    }
 
     quern::config cfg;
     caf::actor_system sys{cfg};
