@@ -1,4 +1,4 @@
-# quern_add_layer(<name> [SOURCES_UNDER dir...] PUBLIC ... PRIVATE ...)
+# quern_add_layer(<name> [SUBDIRS dir...] PUBLIC ... PRIVATE ...)
 # One layer: the static library quern_<name> (quern::<name>, exported as
 # <name>) built from every .cpp of its folder's src/ (and the subfolders
 # named), its public headers in <name>/quern/.

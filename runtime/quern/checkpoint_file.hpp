@@ -62,7 +62,8 @@ std::string write_checkpoint(const std::string& dir, const checkpoint_contents& 
 /// Reads and verifies one file (CK-4). Throws data_loss_error `checkpoint
 /// '<path>': <problem>` for a file that is not a whole checkpoint of a
 /// version this quern reads: not a quern checkpoint (an empty file, a
-/// directory, other bytes than the magic), written by a newer quern (format
+/// directory or anything else that is not a regular file, other bytes than
+/// the magic), written by a newer quern (format
 /// version N, this one reads up to M), truncated at byte N, a checksum
 /// mismatch (of the header, of a section's header, of section "x", of the
 /// whole file), a duplicate section, trailing bytes. A file that cannot be

@@ -166,16 +166,23 @@ private:
 
 std::string read_file_bytes(const std::string& path) {
   int fd;
+  // O_NONBLOCK: a FIFO planted under a checkpoint's name must not block the
+  // open until someone writes to it (it is refused below).
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0)
     throw_io(errno, "cannot read checkpoint '" + path + "'");
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    auto err = errno;
     ::close(fd);
-    throw data_loss_error("checkpoint '" + path +
-                          "': not a quern checkpoint: it is a directory");
+    throw_io(err, "cannot read checkpoint '" + path + "'");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw data_loss_error("checkpoint '" + path + "': not a quern checkpoint: it is " +
+                          (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
   }
   std::string bytes;
   char buf[1 << 16];
@@ -284,9 +291,9 @@ checkpoint_contents read_checkpoint(const std::string& path) {
 std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
-  if (!fs::exists(dir, ec))
-    return {};
   fs::directory_iterator it{dir, ec};
+  if (ec == std::errc::no_such_file_or_directory)
+    return {};
   if (ec)
     throw_io(ec.value(), "cannot list checkpoint directory '" + dir + "'");
   for (; it != fs::directory_iterator{}; it.increment(ec)) {

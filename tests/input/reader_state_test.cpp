@@ -7,8 +7,10 @@
 #include "input_test_util.hpp"
 #include "python_records.hpp"
 
+#include <atomic>
 #include <deque>
 #include <functional>
+#include <thread>
 
 #include "quern/input/tf_record.hpp"
 
@@ -330,4 +332,41 @@ TEST_CASE("RD-10 continue_work takes one unit at a time", "[RD-10]") {
   CHECK(keys_of(read_all(other, work_list({}))) == strings{f + ":2", f + ":3"});
   CHECK(other.num_work_units_completed() == 1);
   CHECK(other.num_records_produced() == 2);
+}
+
+TEST_CASE("RD-9 a state taken while another thread reads is a state between two records",
+          "[RD-9]") {
+  // The reader's lock serialises serialize_state with read: each state is
+  // one a reader could have had between two of its reads.
+  temp_dir dir;
+  std::string text;
+  for (int i = 0; i < 2000; ++i)
+    text += std::to_string(i) + "\n";
+  auto f = dir.write("lines.csv", text);
+  text_line_reader whole;
+  auto expected = read_all(whole, work_list({f}));
+  text_line_reader r;
+  auto work = work_list({f});
+  std::atomic<bool> done{false};
+  std::thread reading{[&] {
+    read_all(r, work);
+    done = true;
+  }};
+  std::vector<std::string> states;
+  while (!done)
+    states.push_back(r.serialize_state());
+  reading.join();
+  states.push_back(r.serialize_state());
+  for (size_t s = 0; s < states.size(); s += std::max<size_t>(1, states.size() / 50)) {
+    text_line_reader restored;
+    restored.restore_state(states[s]);
+    auto produced = static_cast<size_t>(restored.num_records_produced());
+    REQUIRE(produced <= expected.size());
+    // Taken before the reader dequeued the file, the state has no unit and
+    // the file is still to come.
+    bool before = produced == 0 && !restored.current_work();
+    CHECK(read_all(restored, work_list(before ? strings{f} : strings{})) ==
+          std::vector<record>(expected.begin() + static_cast<std::ptrdiff_t>(produced),
+                              expected.end()));
+  }
 }

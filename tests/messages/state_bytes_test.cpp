@@ -76,6 +76,7 @@ TEST_CASE("CK-1 tensors of every dtype round-trip, empty and zero-size ones too"
   auto strings = tensor::from_values<std::string>(
       {2, 2}, {"x", std::string(1000, 'y'), "", std::string("\0\1", 2)});
   CHECK(round_trip(strings) == strings);
+  CHECK(round_trip(strings.row(1)) == strings.row(1)); // a view of a string tensor
   auto floats = tensor::from_values<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(round_trip(floats) == floats);
   CHECK(round_trip(floats.row(1)) == floats.row(1)); // a view writes its own values

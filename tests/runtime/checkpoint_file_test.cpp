@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -324,6 +325,11 @@ TEST_CASE("CK-4 a wrong or newer version, a foreign file, trailing bytes and a d
   CHECK(refusal(tmp / "ckpt-9.quern") ==
         "checkpoint '" + (tmp / "ckpt-9.quern") +
             "': not a quern checkpoint: it is a directory");
+  // A FIFO is refused at once, not waited on for a writer.
+  REQUIRE(::mkfifo((tmp / "ckpt-10.quern").c_str(), 0600) == 0);
+  CHECK(refusal(tmp / "ckpt-10.quern") ==
+        "checkpoint '" + (tmp / "ckpt-10.quern") +
+            "': not a quern checkpoint: it is not a regular file");
   // A file that cannot be opened is its I/O error, naming it.
   CHECK_THROWS_MATCHES(read_checkpoint(tmp / "ckpt-99.quern"), not_found_error,
                        Catch::Message("cannot read checkpoint '" +
@@ -334,8 +340,8 @@ TEST_CASE("CK-4 a wrong or newer version, a foreign file, trailing bytes and a d
   auto latest = read_latest_checkpoint(tmp.path(), &refused);
   REQUIRE(latest);
   CHECK(*latest == sample(1));
-  CHECK(refused.size() == 8);
-  CHECK(refused.front().find("ckpt-9.quern") != std::string::npos);
+  CHECK(refused.size() == 9);
+  CHECK(refused.front().find("ckpt-10.quern") != std::string::npos);
   CHECK(refused.back().find("ckpt-2.quern") != std::string::npos);
 }
 
