@@ -66,6 +66,10 @@ struct pipeline_options {
   bool restore = false;
   /// The checkpoint files kept: older ones are removed after each write.
   int keep_checkpoints = 3;
+  /// checkpoint() returns once the pipeline runs again and writes the file
+  /// in the background (the consumer's stall is the snapshot alone); false:
+  /// it returns once the file is on disk.
+  bool write_checkpoints_in_background = true;
   /// How long snapshot() waits for every runner to pause between runs
   /// before it gives up (nothing is saved then, and the pipeline runs on).
   caf::timespan checkpoint_pause_limit = std::chrono::seconds(10);
@@ -209,11 +213,18 @@ public:
   int64_t restored_step() const;
 
   /// snapshot(step) written to options().checkpoint_dir as
-  /// `ckpt-<step>.quern`, whole or not at all (docs/resume.md); the runners
-  /// run again before the file is encoded and written. Returns its path.
-  /// Throws snapshot()'s errors, invalid_argument_error without a
-  /// checkpoint_dir, and the write's I/O error (earlier checkpoints stay).
+  /// `ckpt-<step>.quern`, whole or not at all (docs/resume.md), and returns
+  /// its path. The runners run again before the file is encoded; with
+  /// write_checkpoints_in_background (the default) it is written while the
+  /// consumer goes on, and wait_checkpoint() (or the next checkpoint(), or
+  /// ~pipeline) waits until it is on disk. Throws snapshot()'s errors,
+  /// invalid_argument_error without a checkpoint_dir or for a negative step,
+  /// and the I/O error of this write or of the one before (earlier
+  /// checkpoints stay).
   std::string checkpoint(int64_t step);
+  /// Waits until the checkpoint file being written is on disk; throws its
+  /// write's error.
+  void wait_checkpoint();
   /// Restores the newest checkpoint of options().checkpoint_dir that reads
   /// (a damaged newer one is passed over with a warning naming it and why)
   /// and returns its path; none: nothing is restored. start_queue_runners

@@ -156,6 +156,13 @@ pipeline::pipeline(caf::actor_system& sys, pipeline_options opts)
 
 pipeline::~pipeline() {
   stop();
+  // The last checkpoint is written whole before the pipeline goes.
+  try {
+    wait_checkpoint();
+  } catch (const std::exception& e) {
+    std::cerr << "quern: warning: checkpoint '" << state_->writing_path
+              << "' was not written: " << e.what() << '\n';
+  }
 }
 
 void pipeline::add_queue_runner(queue_runner qr) {

@@ -233,9 +233,36 @@ std::string pipeline::checkpoint(int64_t step) {
   if (opts_.checkpoint_dir.empty())
     throw invalid_argument_error(
         "pipeline::checkpoint needs pipeline_options::checkpoint_dir");
-  // The runners run again before the file is encoded and written.
+  if (opts_.keep_checkpoints < 1)
+    throw invalid_argument_error("pipeline_options::keep_checkpoints must be >= 1, not " +
+                                 std::to_string(opts_.keep_checkpoints));
+  if (step < 0)
+    throw invalid_argument_error("a checkpoint's step must be >= 0, not " +
+                                 std::to_string(step));
+  // One file at a time: the one before is on disk (or its error thrown)
+  // before this one is taken.
+  wait_checkpoint();
   auto s = snapshot(step);
-  return write_checkpoint(opts_.checkpoint_dir, to_checkpoint(s), opts_.keep_checkpoints);
+  auto path = checkpoint_path(opts_.checkpoint_dir, step);
+  if (!opts_.write_checkpoints_in_background) {
+    write_checkpoint(opts_.checkpoint_dir, to_checkpoint(s), opts_.keep_checkpoints);
+    return path;
+  }
+  // The rows are copies of immutable buffers: the file is encoded and
+  // written while the consumer and the runners go on.
+  state_->writing_path = path;
+  state_->writing =
+      std::async(std::launch::async,
+                 [dir = opts_.checkpoint_dir, keep = opts_.keep_checkpoints,
+                  s = std::move(s)] { write_checkpoint(dir, to_checkpoint(s), keep); });
+  return path;
+}
+
+void pipeline::wait_checkpoint() {
+  if (!state_->writing.valid())
+    return;
+  auto writing = std::move(state_->writing);
+  writing.get();
 }
 
 std::optional<std::string> pipeline::restore_latest() {

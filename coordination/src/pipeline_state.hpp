@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct consumer::state {
   int64_t restored_step = 0;
   /// options().restore was acted on (by the first start_queue_runners).
   bool restore_tried = false;
+  /// The checkpoint file being written in the background (checkpoint()),
+  /// and its path; only the caller of checkpoint() touches it.
+  std::future<void> writing;
+  std::string writing_path;
 };
 
 } // namespace quern

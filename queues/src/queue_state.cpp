@@ -20,10 +20,54 @@ element as_batch(const row_run& r) {
   return out;
 }
 
+/// Single rows in a row, stacked into one batch: a producer's rows of an
+/// epoch are one batch of the checkpoint, not one each.
+element stack_rows(const std::vector<const element*>& rows) {
+  element out;
+  auto width = rows.front()->components.size();
+  out.components.reserve(width);
+  std::vector<tensor> column;
+  column.reserve(rows.size());
+  for (size_t k = 0; k < width; ++k) {
+    column.clear();
+    for (auto* r : rows)
+      column.push_back(r->components[k]);
+    out.components.push_back(tensor::stack(column));
+  }
+  return out;
+}
+
+/// Whether `b` can join a stack of rows like `a` (the same dtypes and shapes).
+bool stacks_with(const element& a, const element& b) {
+  if (a.components.size() != b.components.size())
+    return false;
+  for (size_t k = 0; k < a.components.size(); ++k)
+    if (a.components[k].type() != b.components[k].type() ||
+        a.components[k].shape() != b.components[k].shape())
+      return false;
+  return true;
+}
+
 void append_batches(const row_list& rows, std::vector<element>& out) {
-  for (auto& r : rows.runs())
-    if (r.count > 0)
+  std::vector<const element*> singles;
+  auto flush = [&] {
+    if (!singles.empty())
+      out.push_back(stack_rows(singles));
+    singles.clear();
+  };
+  for (auto& r : rows.runs()) {
+    if (r.count <= 0)
+      continue;
+    if (r.batched) {
+      flush();
       out.push_back(as_batch(r));
+      continue;
+    }
+    if (!singles.empty() && !stacks_with(*singles.front(), r.data))
+      flush();
+    singles.push_back(&r.data);
+  }
+  flush();
 }
 
 /// The batches as runs, each checked against the queue's signature first.

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   ::fsync(::fileno(f));
   std::fclose(f);
   p.pipe.checkpoint(at);
+  p.pipe.wait_checkpoint(); // on disk: killed after its checkpoint
   values wasted;
   consume(in, p.b, lost, wasted);
   std::raise(SIGKILL);
