@@ -299,10 +299,28 @@ TEST_CASE("TB-2 a START read on after the rest asks for the run to be read again
   losses(w, 0, 60, 1);
   REQUIRE(!w.flush(false));
   auto run = one_run(dir);
+  {
+    // Bytes written between the plan's pass and the values' pass are left
+    // for the next read, and the file then looks changed (its size is what
+    // was read).
+    run_report early;
+    caf::error damage;
+    auto end = early.purge.scan(0, path, 0, damage);
+    REQUIRE(!damage);
+    losses(w, 60, 61, 1);
+    REQUIRE(!w.flush(false));
+    file_report f;
+    f.path = path;
+    read_into(early, f, {}, true, end);
+    CHECK(early.scalars.at("loss").steps.size() == 60);
+    CHECK(early.files.back().end == end);
+    CHECK(early.files.back().size == static_cast<int64_t>(end));
+    CHECK(static_cast<uint64_t>(fs::file_size(path)) > end);
+  }
   auto rep = read_run(run, {}, true);
-  REQUIRE(rep.scalars.at("loss").steps.size() == 60);
+  REQUIRE(rep.scalars.at("loss").steps.size() == 61);
   // More points, no restart: read on.
-  losses(w, 60, 80, 1);
+  losses(w, 61, 80, 1);
   REQUIRE(!w.flush(false));
   REQUIRE(read_more(rep, run, rep.files.size() - 1, {}, true, true));
   CHECK(rep.scalars.at("loss").steps.size() == 80);

@@ -658,6 +658,10 @@ void read_into(run_report& rep, file_report file, const selection& sel, bool kee
   // Where the plan's pass stopped at a bad record, this pass stops before it.
   if (!f.error && damage && scanned.end >= to)
     f.error = std::move(damage);
+  // Bytes written after the plan's pass are read next time: the file must
+  // look changed then, so its size is taken as what was read.
+  if (!f.error && f.size >= 0 && static_cast<int64_t>(f.end) < f.size)
+    f.size = static_cast<int64_t>(f.end);
   rep.damaged = false;
   for (auto& x : rep.files)
     rep.damaged = rep.damaged || static_cast<bool>(x.error);
