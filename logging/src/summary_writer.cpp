@@ -482,6 +482,10 @@ void summary_writer::add_session_log(session_status status,
                               clock_ ? clock_() : wall_time_now()));
 }
 
+void summary_writer::restarted_at(int64_t step) {
+  add_session_log(session_status::start, {}, step);
+}
+
 void summary_writer::hparams(const hparam_list& hparams,
                              const std::vector<std::string>& metrics) {
   add_summary(hparams_values(hparams, metrics, clock_ ? clock_() : wall_time_now()), 0);

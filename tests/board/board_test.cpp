@@ -14,8 +14,12 @@
 #include <sstream>
 #include <thread>
 
+#include <caf/actor_system.hpp>
+
+#include "quern/messages.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
+#include "quern/summary/summary_writer.hpp"
 #include "quern/summary/values.hpp"
 #include "test_util.hpp"
 
@@ -120,6 +124,80 @@ TEST_CASE("quern-board inspect lists runs, tags, counts, steps and values", "[bo
   CHECK(r.out.find(
             "    acc  events 2  steps 1..2  first 0.5 (step 1)  last 0.75 (step 2)") !=
         std::string::npos);
+}
+
+TEST_CASE("TB-2 SW-46 quern-board drops the points a restart orphaned and says how many",
+          "[board][TB-2][SW-46]") {
+  // A job logs steps 0..149, is restored from its checkpoint at step 100
+  // (a new writer, a new event file) and logs 100..179: the board shows
+  // 0..179 once each.
+  temp_dir dir;
+  auto logdir = dir / "logs";
+  {
+    config cfg;
+    caf::actor_system sys{cfg};
+    double now = 1700000000;
+    summary_writer_options opts;
+    opts.logdir = logdir + "/train";
+    opts.sync = false;
+    opts.clock = [&now] { return now; };
+    {
+      summary_writer first{sys, opts};
+      for (int step = 0; step < 150; ++step, now += 1)
+        first.scalar("loss", 100 - step, step);
+    }
+    now += 100;
+    summary_writer restored{sys, opts};
+    restored.restarted_at(100);
+    for (int step = 100; step < 180; ++step, now += 1)
+      restored.scalar("loss", 1000 + step, step);
+  }
+  auto r = board("inspect " + logdir, dir.path());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("    loss  events 180  steps 0..179  first 100 (step 0)  last 1179 "
+                   "(step 179)\n") != std::string::npos);
+  CHECK(r.out.find("  sessionlog:start  events 1\n  purged 50 points: restarted at step "
+                   "100\n") != std::string::npos);
+  auto csv = board("export " + logdir, dir.path());
+  CHECK(csv.status == 0);
+  std::istringstream rows(csv.out);
+  std::string line;
+  std::getline(rows, line);
+  int64_t want = 0;
+  while (std::getline(rows, line)) {
+    auto step = std::stoll(line.substr(std::string("train,loss,").size()));
+    CHECK(step == want++);
+    if (step == 99)
+      CHECK(line.find(",1\n") == std::string::npos);
+  }
+  CHECK(want == 180);
+  CHECK(csv.out.find("train,loss,99,1700000099,1\n") != std::string::npos);
+  CHECK(csv.out.find("train,loss,100,1700000250,1100\n") != std::string::npos);
+  // --purge-orphaned=false keeps them: 230 points, steps going back once.
+  auto kept = board("inspect " + logdir + " --purge-orphaned=false", dir.path());
+  CHECK(kept.status == 0);
+  CHECK(kept.out.find("    loss  events 230  steps 0..179") != std::string::npos);
+  CHECK(kept.out.find("out-of-order steps 1") != std::string::npos);
+  CHECK(kept.out.find("purged") == std::string::npos);
+  auto all =
+      board("export " + logdir + " --purge-orphaned=false --format json", dir.path());
+  CHECK(all.status == 0);
+  size_t n = 0;
+  for (size_t at = all.out.find("\"step\""); at != std::string::npos;
+       at = all.out.find("\"step\"", at + 1))
+    ++n;
+  CHECK(n == 230);
+  auto html = board("html " + logdir + " -o - --purge-orphaned=false", dir.path());
+  CHECK(html.status == 0);
+  CHECK(html.out.find("purged 50 points") == std::string::npos);
+  auto page = board("html " + logdir + " -o -", dir.path());
+  CHECK(page.out.find("\"purged\":[\"purged 50 points: restarted at step 100\"]") !=
+        std::string::npos);
+  // A value that is not a bool is named.
+  auto bad = board("inspect " + logdir + " --purge-orphaned=maybe", dir.path());
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("purge-orphaned") != std::string::npos);
 }
 
 TEST_CASE("quern-board reports a damaged file after printing what was readable",

@@ -6,6 +6,9 @@
 //       histogram, text, an image, out-of-order steps and a truncated file
 //   quern_test_board_logdir append FILE STEP COUNT
 //       appends COUNT `loss` scalars from STEP on to an existing event file
+//   quern_test_board_logdir restart FILE STEP COUNT
+//       appends a SessionLog START at STEP (a job restored from its
+//       checkpoint at STEP) and COUNT `loss` scalars from STEP on
 //   quern_test_board_logdir big DIR RUNS TAGS POINTS
 //       RUNS runs of TAGS tags of POINTS points each
 //   quern_test_board_logdir markdown DIR
@@ -241,6 +244,23 @@ void append(const std::string& path, int64_t step, int64_t count) {
     fail("cannot append to '" + path + "'");
 }
 
+void restart(const std::string& path, int64_t step, int64_t count) {
+  if (!std::filesystem::is_regular_file(path))
+    fail("no event file '" + path + "'");
+  std::string buf;
+  append_record(buf, encode_event(session_log_event(session_status::start, {}, {}, step,
+                                                    1700002000.0)));
+  event_encoder enc;
+  for (int64_t i = 0; i < count; ++i)
+    enc.append_scalar(buf, 1700002000.5 + static_cast<double>(i), step + i, "loss",
+                      static_cast<float>(0.25 + 0.002 * static_cast<double>(i)));
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << buf;
+  out.close();
+  if (!out)
+    fail("cannot append to '" + path + "'");
+}
+
 void big(const std::string& dir, int runs, int tags, int points) {
   for (int r = 0; r < runs; ++r) {
     lcg rng{static_cast<uint64_t>(r + 1)};
@@ -361,6 +381,8 @@ int main(int argc, char** argv) {
     full(args[1]);
   } else if (args.size() == 4 && args[0] == "append") {
     append(args[1], std::stoll(args[2]), std::stoll(args[3]));
+  } else if (args.size() == 4 && args[0] == "restart") {
+    restart(args[1], std::stoll(args[2]), std::stoll(args[3]));
   } else if (args.size() == 2 && args[0] == "markdown") {
     markdown(args[1]);
   } else if (args.size() == 2 && args[0] == "hparams") {
@@ -370,9 +392,10 @@ int main(int argc, char** argv) {
   } else if (args.size() == 5 && args[0] == "big") {
     big(args[1], std::stoi(args[2]), std::stoi(args[3]), std::stoi(args[4]));
   } else {
-    std::cerr
-        << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | big DIR "
-           "RUNS TAGS POINTS | markdown DIR | hparams DIR | numbers DIR COUNT\n";
+    std::cerr << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | "
+                 "restart FILE "
+                 "STEP COUNT | big DIR "
+                 "RUNS TAGS POINTS | markdown DIR | hparams DIR | numbers DIR COUNT\n";
     return 1;
   }
   return 0;

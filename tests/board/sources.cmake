@@ -11,6 +11,7 @@ if(TARGET quern-board)
   # its command line run as a user runs it (board_test.cpp).
   quern_add_test_suite(quern_test_board
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/board_unit_test.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/board_purge_test.cpp
             ${CMAKE_CURRENT_LIST_DIR}/board_test.cpp
             ${PROJECT_SOURCE_DIR}/tools/quern_board/logdir.cpp
             ${PROJECT_SOURCE_DIR}/tools/quern_board/text.cpp

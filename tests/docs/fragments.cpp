@@ -138,6 +138,16 @@ writer.hparams_end(quern::hparams_status::success);    // optional: the run's en
 // docs-snippet-end
 }
 
+void logging_restart(caf::actor_system& sys, int64_t restored_step, int64_t steps,
+                     double loss) {
+// docs-snippet-begin: logging-restart
+quern::summary_writer writer{sys, "runs/a"};    // the same run folder as before the restart
+writer.restarted_at(restored_step);              // SessionLog START at the restored step
+for (int64_t step = restored_step; step < steps; ++step)
+  writer.scalar("loss", loss, step);
+// docs-snippet-end
+}
+
 void logging_actor(caf::actor_system& sys, caf::event_based_actor* self, int64_t step) {
 // docs-snippet-begin: logging-actor
 auto writer = quern::spawn_summary_writer(sys, {"runs/a"});   // summary_writer_options

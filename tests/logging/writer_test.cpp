@@ -789,6 +789,27 @@ TEST_CASE("SW-7 add_session_log writes START and STOP", "[SW-7][writer]") {
   CHECK(c.events[3].step == 2);
 }
 
+TEST_CASE("SW-46 restarted_at writes SessionLog START at the restored step",
+          "[SW-46][writer]") {
+  config cfg;
+  caf::actor_system sys{cfg};
+  temp_dir dir;
+  {
+    summary_writer w{sys, quiet(dir.path())};
+    w.restarted_at(1200);
+    w.scalar("loss", 0.5, 1200);
+  }
+  auto c = only_file(dir.path());
+  REQUIRE(c.events.size() == 3); // file_version, START, loss
+  REQUIRE(caf::holds_alternative<summary_event::session_log>(c.events[1].what));
+  auto& log = test::what_of<summary_event::session_log>(c.events[1]);
+  CHECK(log.status == static_cast<int32_t>(session_status::start));
+  CHECK(log.checkpoint_path.empty());
+  CHECK(log.msg.empty());
+  CHECK(c.events[1].step == 1200);
+  CHECK(c.events[2].step == 1200);
+}
+
 TEST_CASE("a program that crashes after logging loses no scalar it logged 1.5 s before",
           "[writer][crash]") {
   temp_dir dir;

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #include <sys/stat.h>
 
@@ -73,11 +75,13 @@ struct scan_result {
   caf::error error;
 };
 
-/// Reads the records of `path` from `from` (a record boundary) on, one at a
-/// time (TFRecord framing and damage as quern's record_reader reports it),
-/// calling `each` with every event and its offset until it returns false.
-scan_result scan_events(const std::string& path, uint64_t from,
-                        const std::function<bool(summary_event&, uint64_t)>& each) {
+/// Reads the records of `path` from `from` (a record boundary) up to `to`,
+/// one at a time (TFRecord framing and damage as quern's record_reader
+/// reports it), calling `each` with every payload and its offset until it
+/// returns false or sets its error (the record is then not counted).
+scan_result
+scan_records(const std::string& path, uint64_t from, uint64_t to,
+             const std::function<bool(const std::string&, uint64_t, caf::error&)>& each) {
   scan_result r;
   r.end = from;
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -102,7 +106,7 @@ scan_result scan_events(const std::string& path, uint64_t from,
   }
   std::string payload;
   uint64_t offset = from;
-  for (;;) {
+  while (offset < to) {
     unsigned char hdr[record_header_size];
     auto n = std::fread(hdr, 1, sizeof hdr, f);
     if (n == 0 && std::ferror(f)) {
@@ -147,19 +151,172 @@ scan_result scan_events(const std::string& path, uint64_t from,
       r.error = data_loss("corrupted", offset + record_header_size);
       return r;
     }
-    auto ev = decode_event(payload);
-    if (!ev) {
-      r.error = make_error(error_code::data_loss,
-                           "cannot parse Event at " + std::to_string(offset));
+    caf::error err;
+    bool go = each(payload, offset, err);
+    if (err) {
+      r.error = std::move(err);
       return r;
     }
-    auto at = offset;
     offset = end;
     r.end = end;
     ++r.records;
-    if (!each(*ev, at))
+    if (!go)
       return r;
   }
+  return r;
+}
+
+caf::error parse_error(uint64_t offset) {
+  return make_error(error_code::data_loss,
+                    "cannot parse Event at " + std::to_string(offset));
+}
+
+/// The events of `path` from `from` up to `to` (see scan_records).
+scan_result scan_events(const std::string& path, uint64_t from, uint64_t to,
+                        const std::function<bool(summary_event&, uint64_t)>& each) {
+  return scan_records(path, from, to,
+                      [&](const std::string& payload, uint64_t at, caf::error& err) {
+                        auto ev = decode_event(payload);
+                        if (!ev) {
+                          err = parse_error(at);
+                          return false;
+                        }
+                        return each(*ev, at);
+                      });
+}
+
+scan_result scan_events(const std::string& path, uint64_t from,
+                        const std::function<bool(summary_event&, uint64_t)>& each) {
+  return scan_events(path, from, UINT64_MAX, each);
+}
+
+/// What the purge plan's pass needs of an event (TB-2), read from its
+/// protobuf encoding without decoding its values: Event{step = 2,
+/// file_version = 3, summary = 5, session_log = 7}, SessionLog{status = 1},
+/// Summary{value = 1}, Summary.Value{tag = 1}.
+struct event_head {
+  int64_t step = 0;
+  bool has_version = false;
+  std::string version;
+  bool has_summary = false;
+  std::string_view summary;    // the last summary field's bytes
+  int32_t session_status = -1; // -1: no session log
+};
+
+bool get_varint(const char*& p, const char* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p == end)
+      return false;
+    auto b = static_cast<unsigned char>(*p++);
+    v |= uint64_t{b & 0x7fu} << shift;
+    if (b < 0x80)
+      return true;
+  }
+  return false;
+}
+
+/// Calls each(field, wire type, varint, bytes) for the fields of a message;
+/// false when it is not well-formed (or has groups: the caller then decodes
+/// the event whole).
+template <class F>
+bool walk_fields(std::string_view msg, F&& each) {
+  const char* p = msg.data();
+  const char* end = p + msg.size();
+  while (p < end) {
+    uint64_t key = 0, v = 0;
+    if (!get_varint(p, end, key))
+      return false;
+    std::string_view bytes;
+    switch (key & 7) {
+    case 0:
+      if (!get_varint(p, end, v))
+        return false;
+      break;
+    case 1:
+      if (end - p < 8)
+        return false;
+      p += 8;
+      break;
+    case 5:
+      if (end - p < 4)
+        return false;
+      p += 4;
+      break;
+    case 2:
+      if (!get_varint(p, end, v) || v > static_cast<uint64_t>(end - p))
+        return false;
+      bytes = std::string_view(p, static_cast<size_t>(v));
+      p += v;
+      break;
+    default:
+      return false;
+    }
+    each(key >> 3, v, bytes);
+  }
+  return true;
+}
+
+bool parse_head(std::string_view payload, event_head& h) {
+  bool ok = true;
+  bool well_formed =
+      walk_fields(payload, [&](uint64_t field, uint64_t v, std::string_view bytes) {
+        switch (field) {
+        case 2:
+          h.step = static_cast<int64_t>(v);
+          break;
+        case 3:
+          h.has_version = true;
+          h.version = std::string(bytes);
+          break;
+        case 5:
+          h.has_summary = true;
+          h.summary = bytes;
+          break;
+        case 7:
+          h.session_status = 0;
+          ok = ok && walk_fields(bytes, [&](uint64_t f, uint64_t x, std::string_view) {
+                 if (f == 1)
+                   h.session_status = static_cast<int32_t>(x);
+               });
+          break;
+        default:
+          break;
+        }
+      });
+  return well_formed && ok;
+}
+
+/// The tags of a summary's values (parse_head's summary bytes).
+bool summary_tags(std::string_view summary, std::vector<std::string>& tags) {
+  bool ok = true;
+  bool well_formed =
+      walk_fields(summary, [&](uint64_t field, uint64_t, std::string_view value) {
+        if (field != 1)
+          return;
+        std::string tag;
+        ok = ok && walk_fields(value, [&](uint64_t f, uint64_t, std::string_view bytes) {
+               if (f == 1)
+                 tag = std::string(bytes);
+             });
+        tags.push_back(std::move(tag));
+      });
+  return well_formed && ok;
+}
+
+/// TensorBoard's ParseFileVersion: the number after the last
+/// "brain.Event:", -1 when it is not one.
+double parse_file_version(const std::string& v) {
+  auto at = v.rfind("brain.Event:");
+  auto token = at == std::string::npos ? v : v.substr(at + 12);
+  const char* begin = token.c_str();
+  char* end = nullptr;
+  double d = std::strtod(begin, &end);
+  if (end == begin)
+    return -1;
+  while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+    ++end;
+  return *end == '\0' ? d : -1;
 }
 
 /// A value of TensorBoard's hparams plugin: its metadata names the plugin,
@@ -292,8 +449,131 @@ void scalar_series::settle() {
   }
 }
 
-void read_into(run_report& rep, file_report file, const selection& sel,
-               bool keep_values) {
+void purge_plan::push(std::vector<trigger>& stack, trigger t) {
+  // A trigger at a step no lower than a later one's never purges a point
+  // the later one does not: only rising steps are kept.
+  while (!stack.empty() && stack.back().step >= t.step)
+    stack.pop_back();
+  stack.push_back(t);
+}
+
+const purge_plan::trigger* purge_plan::first_after(const std::vector<trigger>& stack,
+                                                   const event_position& at) {
+  auto it = std::upper_bound(
+      stack.begin(), stack.end(), at,
+      [](const event_position& a, const trigger& t) { return a < t.at; });
+  return it == stack.end() ? nullptr : &*it;
+}
+
+uint64_t purge_plan::scan(size_t file, const std::string& path, uint64_t from,
+                          caf::error& damage) {
+  std::vector<std::string> tags;
+  auto scanned = scan_records(
+      path, from, UINT64_MAX,
+      [&](const std::string& payload, uint64_t at, caf::error& err) {
+        event_head h;
+        tags.clear();
+        bool light = parse_head(payload, h);
+        std::optional<summary_event> ev;
+        if (!light) {
+          // Not read by the light walk (groups, say): decoded whole, as the
+          // second pass decodes it.
+          auto decoded = decode_event(payload);
+          if (!decoded) {
+            err = parse_error(at);
+            return false;
+          }
+          ev = std::move(*decoded);
+          h = event_head{};
+          h.step = ev->step;
+          if (auto fv = caf::get_if<summary_event::file_version>(&ev->what)) {
+            h.has_version = true;
+            h.version = fv->version;
+          } else if (auto sl = caf::get_if<summary_event::session_log>(&ev->what)) {
+            h.session_status = sl->status;
+          } else if (auto sm = caf::get_if<summary_event::summary>(&ev->what)) {
+            h.has_summary = true;
+            for (auto& v : sm->values)
+              tags.push_back(v.tag);
+          }
+        }
+        if (h.has_version) {
+          has_version_ = true;
+          version_ = parse_file_version(h.version);
+        }
+        event_position pos{file, at};
+        // TensorBoard: `if self.file_version and self.file_version >= 2`.
+        if (has_version_ && version_ != 0 && version_ >= 2) {
+          if (h.session_status == 1) {
+            restarts.push_back({pos, h.step, 0});
+            push(starts_, {pos, h.step});
+            if (any_summary_ && max_summary_step_ >= h.step)
+              cut_ = true;
+          }
+        } else if (h.has_summary && h.step < last_summary_step_) {
+          if (light && !summary_tags(h.summary, tags)) {
+            err = parse_error(at);
+            return false;
+          }
+          ++went_back_events;
+          cut_ = true;
+          for (auto& tag : tags)
+            push(went_back_[tag], {pos, h.step});
+        }
+        if (h.has_summary) {
+          last_summary_step_ = h.step;
+          max_summary_step_ = any_summary_ ? std::max(max_summary_step_, h.step) : h.step;
+          any_summary_ = true;
+        }
+        return true;
+      });
+  damage = std::move(scanned.error);
+  return scanned.end;
+}
+
+bool purge_plan::purged(const event_position& at, int64_t step, const std::string& tag) {
+  if (auto* t = first_after(starts_, at); t && t->step <= step) {
+    // Counted for the first START after it at a step no higher.
+    auto it = std::upper_bound(
+        restarts.begin(), restarts.end(), at,
+        [](const event_position& a, const restart& r) { return a < r.at; });
+    for (; it != restarts.end(); ++it)
+      if (it->step <= step) {
+        ++it->points;
+        break;
+      }
+    return true;
+  }
+  if (went_back_.empty())
+    return false;
+  auto w = went_back_.find(tag);
+  if (w == went_back_.end())
+    return false;
+  if (auto* t = first_after(w->second, at); t && t->step <= step) {
+    ++went_back_points;
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> purge_lines(const run_report& run) {
+  auto points = [](size_t n) {
+    return "purged " + std::to_string(n) + " point" + (n == 1 ? "" : "s") + ": ";
+  };
+  std::vector<std::string> lines;
+  for (auto& r : run.purge.restarts)
+    if (r.points > 0)
+      lines.push_back(points(r.points) + "restarted at step " + std::to_string(r.step));
+  if (auto n = run.purge.went_back_points; n > 0) {
+    auto k = run.purge.went_back_events;
+    lines.push_back(points(n) + "steps went back " + std::to_string(k) + " time" +
+                    (k == 1 ? "" : "s") + " (a file without version 2)");
+  }
+  return lines;
+}
+
+void read_into(run_report& rep, file_report file, const selection& sel, bool keep_values,
+               uint64_t to, caf::error damage) {
   if (rep.files.empty() || rep.files.back().path != file.path) {
     file.records = 0;
     file.end = 0;
@@ -301,7 +581,10 @@ void read_into(run_report& rep, file_report file, const selection& sel,
   }
   auto& f = rep.files.back();
   stat_file(f);
-  auto scanned = scan_events(f.path, f.end, [&](summary_event& ev, uint64_t) {
+  event_position pos{rep.files.size() - 1, 0};
+  bool purging = sel.purge_orphaned;
+  auto scanned = scan_events(f.path, f.end, to, [&](summary_event& ev, uint64_t at) {
+    pos.offset = at;
     if (std::isinf(rep.start_time))
       rep.start_time = ev.wall_time;
     if (auto fv = caf::get_if<summary_event::file_version>(&ev.what)) {
@@ -319,6 +602,8 @@ void read_into(run_report& rep, file_report file, const selection& sel,
         continue;
       }
       if (!sel.wants_tag(v.tag))
+        continue;
+      if (purging && rep.purge.purged(pos, ev.step, v.tag))
         continue;
       auto& st = rep.tags[v.tag];
       double value = 0.0;
@@ -370,6 +655,13 @@ void read_into(run_report& rep, file_report file, const selection& sel,
   f.records += scanned.records;
   f.end = scanned.end;
   f.error = std::move(scanned.error);
+  // Where the plan's pass stopped at a bad record, this pass stops before it.
+  if (!f.error && damage && scanned.end >= to)
+    f.error = std::move(damage);
+  // Bytes written after the plan's pass are read next time: the file must
+  // look changed then, so its size is taken as what was read.
+  if (!f.error && f.size >= 0 && static_cast<int64_t>(f.end) < f.size)
+    f.size = static_cast<int64_t>(f.end);
   rep.damaged = false;
   for (auto& x : rep.files)
     rep.damaged = rep.damaged || static_cast<bool>(x.error);
@@ -377,15 +669,33 @@ void read_into(run_report& rep, file_report file, const selection& sel,
     series.settle();
 }
 
+bool read_more(run_report& rep, const run_files& files, size_t first,
+               const selection& sel, bool keep_values, bool stop_at_cut) {
+  auto n = files.files.size();
+  std::vector<uint64_t> ends(n, UINT64_MAX);
+  std::vector<caf::error> damage(n);
+  if (sel.purge_orphaned) {
+    // The first pass: what purges points, up to where the second pass reads
+    // (a file that grows in between is read on next time).
+    for (size_t i = first; i < n; ++i)
+      ends[i] = rep.purge.scan(i, files.files[i],
+                               i < rep.files.size() ? rep.files[i].end : 0, damage[i]);
+    if (rep.purge.take_cut() && stop_at_cut)
+      return false;
+  }
+  for (size_t i = first; i < n; ++i) {
+    file_report f;
+    f.path = files.files[i];
+    read_into(rep, std::move(f), sel, keep_values, ends[i], std::move(damage[i]));
+  }
+  return true;
+}
+
 run_report read_run(const run_files& files, const selection& sel, bool keep_values) {
   run_report rep;
   rep.run = files.run;
   rep.start_time = std::numeric_limits<double>::infinity();
-  for (auto& path : files.files) {
-    file_report f;
-    f.path = path;
-    read_into(rep, std::move(f), sel, keep_values);
-  }
+  read_more(rep, files, 0, sel, keep_values);
   return rep;
 }
 
@@ -450,23 +760,38 @@ for_each_scalar(const std::vector<run_files>& runs, const selection& sel,
       break;
     run_report rep;
     rep.run = r.run;
-    for (auto& path : r.files) {
+    // When purging (TB-2), a first pass finds what purges points: the rows
+    // are still written as they are read, memory bounded by the restarts.
+    auto n = r.files.size();
+    std::vector<uint64_t> ends(n, UINT64_MAX);
+    std::vector<caf::error> damage(n);
+    if (sel.purge_orphaned)
+      for (size_t i = 0; i < n; ++i)
+        ends[i] = rep.purge.scan(i, r.files[i], 0, damage[i]);
+    for (size_t i = 0; i < n; ++i) {
       if (!go)
         break;
       file_report f;
-      f.path = path;
-      auto scanned = scan_events(path, 0, [&](summary_event& ev, uint64_t) {
+      f.path = r.files[i];
+      event_position pos{i, 0};
+      auto scanned = scan_events(f.path, 0, ends[i], [&](summary_event& ev, uint64_t at) {
         auto summary = caf::get_if<summary_event::summary>(&ev.what);
         if (!summary)
           return true;
+        pos.offset = at;
         for (auto& v : summary->values)
-          if (auto x = caf::get_if<float>(&v.value); x && sel.wants_tag(v.tag))
+          if (auto x = caf::get_if<float>(&v.value); x && sel.wants_tag(v.tag)) {
+            if (sel.purge_orphaned && rep.purge.purged(pos, ev.step, v.tag))
+              continue;
             if (!(go = each(r.run, v.tag, ev.step, ev.wall_time, *x)))
               return false;
+          }
         return true;
       });
       f.records = scanned.records;
       f.error = std::move(scanned.error);
+      if (!f.error && damage[i] && scanned.end >= ends[i])
+        f.error = std::move(damage[i]);
       rep.damaged = rep.damaged || static_cast<bool>(f.error);
       rep.files.push_back(std::move(f));
     }

@@ -137,6 +137,84 @@ private:
   std::vector<T> latest_;
 };
 
+/// Where an event is in its run: the index of its file among the run's files
+/// and the offset of its record.
+struct event_position {
+  size_t file = 0;
+  uint64_t offset = 0;
+};
+inline bool operator<(const event_position& a, const event_position& b) {
+  return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+}
+
+/// TensorBoard's purge_orphaned_data for one run (TB-2). A job restarted from
+/// a checkpoint at step s writes steps s, s+1, ... again; the points its
+/// earlier life wrote at those steps are orphaned. As TensorBoard's event
+/// accumulator, per run across its files in order:
+/// - while the run's file version is 2 or more, a SessionLog START at step s
+///   purges every point seen before it with step >= s (every tag);
+/// - while it is missing or below 2 (old TensorFlow files), a summary event
+///   whose step is below the previous summary event's purges the points seen
+///   before it, of its own tags, with step >= its step.
+/// The plan is found by a first pass over the files that decodes only each
+/// event's step, version and session status (and, where steps go back in an
+/// old file, its tags), and keeps only what can still purge a later point
+/// (a stack of triggers with rising steps): memory grows with the restarts
+/// (and, in old files, the times steps went back), not with the points. The second pass asks `purged` of every point.
+class purge_plan {
+public:
+  /// Reads the run's `file`-th file, `path`, from offset `from` (a record
+  /// boundary) to its end or its first bad record; returns the offset after
+  /// the last record read (the second pass reads no further) and sets
+  /// `damage` to what stopped it (nothing at a clean end).
+  uint64_t scan(size_t file, const std::string& path, uint64_t from, caf::error& damage);
+  /// Whether the point of `tag` at `step`, in the event at `at`, is purged by
+  /// a later trigger; counted in `restarts` / `went_back_points` when it is.
+  bool purged(const event_position& at, int64_t step, const std::string& tag);
+  /// Whether a trigger found since the last call may purge a point seen
+  /// before it (serve then reads the run again: a page must lose them too).
+  bool take_cut() {
+    bool c = cut_;
+    cut_ = false;
+    return c;
+  }
+
+  struct restart {
+    event_position at;
+    int64_t step = 0;
+    size_t points = 0; // the points it purged
+  };
+  /// Every START that counts (file version >= 2), in file order.
+  std::vector<restart> restarts;
+  /// Points purged because steps went back (file version < 2), and how many
+  /// events went back.
+  size_t went_back_points = 0;
+  size_t went_back_events = 0;
+
+private:
+  struct trigger {
+    event_position at;
+    int64_t step;
+  };
+  static void push(std::vector<trigger>& stack, trigger t);
+  static const trigger* first_after(const std::vector<trigger>& stack,
+                                    const event_position& at);
+  bool has_version_ = false;
+  double version_ = 0;
+  int64_t last_summary_step_ = -1; // TensorBoard's most_recent_step starts at -1
+  bool any_summary_ = false;
+  int64_t max_summary_step_ = 0;
+  bool cut_ = false;
+  std::vector<trigger> starts_;
+  std::map<std::string, std::vector<trigger>> went_back_;
+};
+
+struct run_report;
+
+/// The lines `inspect` prints for a run's purged points (TB-2), e.g.
+/// "purged 40 points: restarted at step 100".
+std::vector<std::string> purge_lines(const run_report& run);
+
 /// Histograms are kept as TensorBoard's compression (see compress_histogram).
 using compressed_histogram = std::vector<double>;
 
@@ -149,6 +227,8 @@ struct run_report {
   std::map<std::string, tag_stats> tags;
   std::map<std::string, size_t> other_events; // session logs, log messages, graphs
   bool damaged = false;
+  /// What purges its orphaned points (TB-2; empty when not purging).
+  purge_plan purge;
   /// The run's hparams, as TensorBoard's hparams plugin reads them (TB-1):
   /// the values of its (last) session start, sorted by name; the metrics its
   /// experiment names; its end status ("" while none was written). The
@@ -169,20 +249,32 @@ constexpr size_t histogram_limit = 1000;
 constexpr size_t text_limit = 1000;
 constexpr size_t image_limit = 100;
 
-/// Which runs and tags to read (empty sets: all).
+/// Which runs and tags to read (empty sets: all), and whether orphaned points
+/// are purged (TB-2; `--purge-orphaned=false` keeps them).
 struct selection {
   std::set<std::string> runs;
   std::set<std::string> tags;
+  bool purge_orphaned = true;
   bool wants_run(const std::string& r) const { return runs.empty() || runs.count(r) > 0; }
   bool wants_tag(const std::string& t) const { return tags.empty() || tags.count(t) > 0; }
 };
 
-/// Reads `file` from offset `from` (a record boundary, 0 for the whole file)
+/// Reads `file` from where it was last read (file.end; 0 for a new file) up
+/// to `to` (where the purge plan's pass stopped, reporting `damage` there)
 /// into `rep`, one event at a time, appending `file` to rep.files (or
-/// updating it when it is already the last one).
-void read_into(run_report& rep, file_report file, const selection& sel, bool keep_values);
+/// updating it when it is already the last one). Points the run's purge plan
+/// purges are left out (sel.purge_orphaned).
+void read_into(run_report& rep, file_report file, const selection& sel, bool keep_values,
+               uint64_t to = UINT64_MAX, caf::error damage = {});
 
-/// Reads one run, one event at a time.
+/// Reads the files of `files` from index `first` on (the last file read
+/// before from where it stopped) into `rep`: the purge plan's pass over
+/// them, then the values. Returns false, reading nothing more, when
+/// `stop_at_cut` and what was added purges points read before (TB-2).
+bool read_more(run_report& rep, const run_files& files, size_t first,
+               const selection& sel, bool keep_values, bool stop_at_cut = false);
+
+/// Reads one run, one event at a time (twice when purging: TB-2).
 run_report read_run(const run_files& files, const selection& sel, bool keep_values);
 
 /// Reads every selected run; runs come ordered as TensorBoard lists them:

@@ -64,7 +64,8 @@ const std::map<std::string, command_info> commands = {
      {"quern-board inspect LOGDIR [--run R]... [--tag T]...",
       "Lists each run (a folder holding event files, in TensorBoard's order: by\n"
       "start time), its files, its tags by kind with event counts, step ranges,\n"
-      "first and last values, out-of-order steps, and damaged records.\n"}},
+      "first and last values, out-of-order steps, damaged records, and the\n"
+      "points purged after a restart (\"purged 40 points: restarted at step 100\").\n"}},
     {"export",
      {"quern-board export LOGDIR [--run R]... [--tag T]... [--format csv|json] "
       "[--hparams]",
@@ -156,8 +157,14 @@ int run(int argc, char** argv) {
   std::vector<std::string> tag_list, run_list;
   unsigned port = 6006;
   double reload = 2;
+  bool purge_orphaned = true;
   po::options_description visible{"Options"};
-  visible.add_options()("help,h", "show this help and exit");
+  visible.add_options()("help,h", "show this help and exit")(
+      "purge-orphaned",
+      po::value(&purge_orphaned)->default_value(true)->implicit_value(true),
+      "drop the points a restart orphaned, as TensorBoard does: after a SessionLog START "
+      "at step s, the run's earlier points at steps >= s (in files of version < 2: a "
+      "tag's points at steps >= where its steps went back); false keeps them");
   if (cmd != "serve")
     visible.add_options()("run,r", po::value(&run_list)->composing(),
                           "only this run (repeatable; default: every run)")(
@@ -212,6 +219,7 @@ int run(int argc, char** argv) {
     opt.page.logdir = logdir;
     opt.page.live = true;
     opt.page.reload_ms = static_cast<int>(reload * 1000);
+    opt.purge_orphaned = purge_orphaned;
     return serve(opt);
   }
   auto runs = find_board_runs(logdir);
@@ -225,6 +233,7 @@ int run(int argc, char** argv) {
     return exit_usage;
   }
   selection sel;
+  sel.purge_orphaned = purge_orphaned;
   sel.tags.insert(tag_list.begin(), tag_list.end());
   // The root run is named after the log directory; "." (find_runs' and
   // TensorBoard's name for it) still selects it.

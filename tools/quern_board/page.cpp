@@ -163,7 +163,12 @@ std::string runs_json(const std::vector<run_report>& runs, const page_options& o
         out += (i ? "," : "") + json_string(rep.hparam_metrics[i]);
       out += "],\"ended\":" + json_string(rep.hparams_end);
     }
-    out += (rep.has_hparams ? "" : "]") + std::string(",\"other\":{");
+    out += (rep.has_hparams ? "" : "]") + std::string(",\"purged\":[");
+    // What a restart purged (TB-2), as inspect says it.
+    auto purged = purge_lines(rep);
+    for (size_t i = 0; i < purged.size(); ++i)
+      out += (i ? "," : "") + json_string(purged[i]);
+    out += "],\"other\":{";
     first = true;
     for (auto& [name, count] : rep.other_events) {
       out += first ? "" : ",";

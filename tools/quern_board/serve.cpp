@@ -48,6 +48,7 @@ namespace fs = std::filesystem;
 class logdir_cache {
 public:
   explicit logdir_cache(serve_options opt) : opt_(std::move(opt)) {
+    sel_.purge_orphaned = opt_.purge_orphaned;
     rescan_ = std::chrono::milliseconds(std::clamp(opt_.page.reload_ms / 2, 100, 1000));
   }
 
@@ -87,20 +88,17 @@ public:
     for (size_t k = 0; k < runs->size(); ++k) {
       auto& r = (*runs)[k];
       if (plan[k] == todo::again) {
-        next.push_back(read_run(r, selection{}, true));
+        next.push_back(read_run(r, sel_, true));
         continue;
       }
       auto rep = std::move(reports_[index.at(r.run)]);
-      if (plan[k] == todo::more) {
-        // The last file read on from its end, new files read whole.
-        auto last = rep.files.back();
-        read_into(rep, last, selection{}, true);
-        for (size_t i = rep.files.size(); i < r.files.size(); ++i) {
-          file_report f;
-          f.path = r.files[i];
-          read_into(rep, std::move(f), selection{}, true);
-        }
-      }
+      // The last file read on from its end, new files read whole; when what
+      // was added purges points read before (a restart, TB-2), the run is
+      // read again: its series, thinned ones too, lose them exactly, and the
+      // page gets the whole data.
+      if (plan[k] == todo::more &&
+          !read_more(rep, r, rep.files.size() - 1, sel_, true, true))
+        rep = read_run(r, sel_, true);
       next.push_back(std::move(rep));
     }
     sort_by_start_time(next);
@@ -166,6 +164,7 @@ private:
   }
 
   serve_options opt_;
+  selection sel_;
   // Versions name this server too: a page left open from an earlier one
   // must not take a delta meant for another base.
   std::string instance_ =
@@ -346,6 +345,7 @@ reply handle(server& srv, const http::request<Body>& req) {
     if (auto err = srv.cache.refresh())
       return error_response(http::status::service_unavailable, v, message_of(err));
     selection sel;
+    sel.purge_orphaned = srv.opt.purge_orphaned;
     if (params.count("run"))
       sel.runs.insert(params["run"]);
     if (params.count("tag"))

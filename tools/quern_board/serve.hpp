@@ -13,6 +13,8 @@ struct serve_options {
   std::string logdir;
   unsigned short port = 6006;
   page_options page;
+  /// TB-2: purge the points a restart orphaned (`--purge-orphaned=false` keeps them).
+  bool purge_orphaned = true;
 };
 
 /// Serves until SIGINT or SIGTERM; returns the exit status (1 when the port

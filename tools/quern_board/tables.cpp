@@ -59,6 +59,8 @@ void write_inspect(std::ostream& out, const std::string& logdir,
     }
     for (auto& [name, count] : rep.other_events)
       out << "  " << name << "  events " << count << "\n";
+    for (auto& line : purge_lines(rep))
+      out << "  " << line << "\n";
     if (rep.tags.empty() && rep.other_events.empty())
       out << "  (no summaries" << (tags_filtered ? " with the given tags" : "") << ")\n";
   }

@@ -121,6 +121,12 @@ public:
   /// path) at `step`.
   void add_session_log(session_status status, const std::string& checkpoint_path = {},
                        int64_t step = 0, const std::string& msg = {});
+  /// A run restored from a checkpoint at `step` goes on from there (SW-46):
+  /// SessionLog START at `step`, as TensorFlow's Supervisor wrote it on
+  /// restore. TensorBoard and quern-board then drop the points the run's
+  /// earlier life wrote at steps >= `step` (TB-2), so its charts do not zigzag.
+  /// Call it before the restored run's first summary.
+  void restarted_at(int64_t step);
 
   /// TensorBoard's `hp.hparams(hparams)` (SW-45): the run's hyper-parameters
   /// and, when given, the scalar tags to compare runs by, at step 0:

@@ -821,11 +821,14 @@
       const problems = r.problems.length ? '<ul class="problems">' +
         r.problems.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '';
       const other = Object.keys(r.other).map((k) => esc(k) + ' ' + r.other[k]).join(', ');
+      // What a restart purged (TB-2), as inspect says it.
+      const purged = (r.purged || []).length ? '<ul class="purged">' +
+        r.purged.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '';
       return '<tr data-run="' + esc(r.name) + '"><td><input type="checkbox" data-i="' + i +
         '"' + (state.hidden.has(r.name) ? '' : ' checked') + '></td><td><span class="swatch"' +
         ' style="background:' + r.color + '"></span>' + esc(r.name) + '</td><td>' +
         isoTime(r.start) + '</td><td>' + r.files.length + '</td><td>' + points +
-        '</td><td>' + other + problems + '</td></tr>';
+        '</td><td>' + other + purged + problems + '</td></tr>';
     });
     div.innerHTML = '<table><tr><th></th><th>run</th><th>started (UTC)</th><th>files</th>' +
       '<th>scalar points</th><th>notes</th></tr>' + rows.join('') + '</table>';
