@@ -175,9 +175,9 @@ int main(int argc, char** argv) {
     auto in = pipe.make_consumer(examples_batch.queue);
     int64_t step = pipe.restored_step();
     if (step > 0) {
-      // SessionLog START: the board drops the points written after this step
-      // by the run that was broken, as TensorBoard does.
-      writer.add_session_log(session_status::start, {}, step);
+      // SessionLog START: the boards drop the points written after this step
+      // by the run that was broken, so that the charts do not zigzag.
+      writer.restarted_at(step);
       std::cout << "restored from " << popts.checkpoint_dir << " at step " << step
                 << "\n";
     }
