@@ -272,7 +272,7 @@ TEST_CASE("RD-9 a file gone or shorter than the saved position is named, and the
   }
 }
 
-TEST_CASE("RD-9 state bytes that do not read are data_loss; a plain reader has no state",
+TEST_CASE("RD-9 state bytes that do not read are data_loss, and a plain reader has no state",
           "[RD-9]") {
   temp_dir dir;
   auto f = dir.write("a.csv", "1\n2\n");

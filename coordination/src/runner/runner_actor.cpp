@@ -253,6 +253,49 @@ caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
   return rp;
 }
 
+/// The start request: spawns one worker per op and registers them with the
+/// coordinator before it answers (QR-4).
+caf::result<std::vector<caf::actor>> start_workers(runner_ptr self) {
+  auto& st = self->state;
+  if (st.started)
+    return st.workers;
+  st.started = true;
+  if (st.stopping) { // stopped before it started (QR-5: should_stop first)
+    check_finished(self);
+    return std::vector<caf::actor>{};
+  }
+  std::vector<registration> regs;
+  for (size_t i = 0; i < st.cfg.ops.size(); ++i) {
+    auto& op = st.cfg.ops[i];
+    auto name = op_name(st.cfg.name, st.cfg.ops, i);
+    auto w = spawn_monitored_worker(self, op,
+                                    {st.cfg.queue, st.cfg.opts.push_window, st.cfg.stop,
+                                     st.cfg.opts.queue_closed_codes,
+                                     caf::actor_cast<caf::actor>(self), uint64_t{0}, name,
+                                     st.cfg.hooks});
+    st.unreported.insert(w.id());
+    exit_watch::track(self->system(), w, "worker '" + name + "'");
+    st.live.emplace(w.id(), w);
+    st.workers.push_back(w);
+    st.names.emplace(w.id(), name);
+    regs.push_back(registration{w, name, false, false});
+  }
+  if (!st.cfg.coord)
+    return st.workers;
+  // Registered before start() returns, so that join includes them.
+  auto rp = self->make_response_promise<std::vector<caf::actor>>();
+  st.start_pending = true;
+  auto answer = [self, rp]() mutable {
+    self->state.start_pending = false;
+    rp.deliver(self->state.workers);
+    check_finished(self);
+  };
+  self->request(st.cfg.coord, caf::infinite, register_atom::value, std::move(regs))
+      .then([answer](int32_t) mutable { answer(); },
+            [answer](caf::error&) mutable { answer(); });
+  return rp;
+}
+
 runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg) {
   self->set_exception_handler(keep_exception_message);
   self->state.cfg = std::move(cfg);
@@ -283,46 +326,7 @@ runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg)
     worker_down(self, dm);
   });
   return {
-      [self](runner_start_atom) -> caf::result<std::vector<caf::actor>> {
-        auto& st = self->state;
-        if (st.started)
-          return st.workers;
-        st.started = true;
-        if (st.stopping) { // stopped before it started (QR-5: should_stop first)
-          check_finished(self);
-          return std::vector<caf::actor>{};
-        }
-        std::vector<registration> regs;
-        for (size_t i = 0; i < st.cfg.ops.size(); ++i) {
-          auto& op = st.cfg.ops[i];
-          auto name = op_name(st.cfg.name, st.cfg.ops, i);
-          auto w = spawn_monitored_worker(self, op,
-                                          {st.cfg.queue, st.cfg.opts.push_window,
-                                           st.cfg.stop, st.cfg.opts.queue_closed_codes,
-                                           caf::actor_cast<caf::actor>(self), uint64_t{0},
-                                           name, st.cfg.hooks});
-          st.unreported.insert(w.id());
-          exit_watch::track(self->system(), w, "worker '" + name + "'");
-          st.live.emplace(w.id(), w);
-          st.workers.push_back(w);
-          st.names.emplace(w.id(), name);
-          regs.push_back(registration{w, name, false, false});
-        }
-        if (!st.cfg.coord)
-          return st.workers;
-        // Registered before start() returns, so that join includes them.
-        auto rp = self->make_response_promise<std::vector<caf::actor>>();
-        st.start_pending = true;
-        auto answer = [self, rp]() mutable {
-          self->state.start_pending = false;
-          rp.deliver(self->state.workers);
-          check_finished(self);
-        };
-        self->request(st.cfg.coord, caf::infinite, register_atom::value, std::move(regs))
-            .then([answer](int32_t) mutable { answer(); },
-                  [answer](caf::error&) mutable { answer(); });
-        return rp;
-      },
+      [self](runner_start_atom) { return start_workers(self); },
       [self](stop_atom) { begin_stop(self); },
       [self](runner_status_atom) {
         auto& st = self->state;
