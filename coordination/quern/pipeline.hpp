@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -87,6 +89,10 @@ struct pipeline_snapshot {
 };
 
 class pipeline;
+
+/// A setting of a pipeline's helpers (a capacity, a batch size, a seed), as
+/// input's log_pipeline_settings logs it: a number, a text or a flag.
+using pipeline_setting = std::variant<double, std::string, bool>;
 
 /// A queue's name in a checkpoint (docs/resume.md): its node name
 /// (`shuffle_batch` for the resource `_3_shuffle_batch`, whose counter depends
@@ -179,6 +185,13 @@ public:
 
   /// Sends stop to every runner started by this pipeline.
   void stop() const;
+
+  /// The helpers' settings, `<scope>/<setting>` (`shuffle_batch_join/capacity`,
+  /// `input_producer/num_epochs`), in the order they were added; a name added
+  /// again takes the later value. The input helpers add theirs; add_setting
+  /// adds one of your own.
+  void add_setting(std::string name, pipeline_setting value);
+  std::vector<std::pair<std::string, pipeline_setting>> settings() const;
 
   // -- checkpoints (docs/resume.md) --------------------------------------------------
 

@@ -204,6 +204,22 @@ std::vector<caf::actor> pipeline::start_queue_runners(const coordinator_actor& c
   return result;
 }
 
+void pipeline::add_setting(std::string name, pipeline_setting value) {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  auto& all = state_->settings;
+  auto i = std::find_if(all.begin(), all.end(),
+                        [&](const auto& kv) { return kv.first == name; });
+  if (i != all.end())
+    i->second = std::move(value);
+  else
+    all.emplace_back(std::move(name), std::move(value));
+}
+
+std::vector<std::pair<std::string, pipeline_setting>> pipeline::settings() const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->settings;
+}
+
 consumer pipeline::make_consumer(queue_actor q) const {
   {
     std::lock_guard<std::mutex> guard{state_->mtx};

@@ -28,6 +28,7 @@ struct consumer::state {
     std::function<void(const std::string&)> restore;
   };
   std::vector<part> parts;
+  std::vector<std::pair<std::string, pipeline_setting>> settings;
   int64_t restored_step = 0;
   /// options().restore was acted on (by the first start_queue_runners).
   bool restore_tried = false;

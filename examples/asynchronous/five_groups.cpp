@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <random>
 
+// seed-setup-begin
 #include "command_line.hpp"
 
 struct options { // the command line's (main, below)
@@ -20,6 +21,7 @@ struct options { // the command line's (main, below)
   uint64_t seed = 0; // 0: random
   std::string logdir = "runs/five_groups";
 };
+// seed-setup-end
 
 // class Group: a loss variable of its own (tf.Variable(1000.)).
 struct group {
@@ -71,6 +73,7 @@ int train(const options& opt) {
 }
 
 // -- the command line ---------------------------------------------------------------
+// seed-setup-begin
 
 int main(int argc, char** argv) {
   options opt;
@@ -97,3 +100,4 @@ int main(int argc, char** argv) {
   }
   return quern::cli::run_reporting("five_groups", [&] { return train(opt); });
 }
+// seed-setup-end

@@ -4,22 +4,17 @@
 // runs until the epochs are used up. CTest runs it and checks its output.
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <quern/command_line.hpp>
-#include <quern/coordinator.hpp>
-#include <quern/input/batching.hpp>
-#include <quern/input/csv_source.hpp>
-#include <quern/input/producers.hpp>
-#include <quern/messages.hpp>
-#include <quern/pipeline.hpp>
-#include <string>
-#include <vector>
+#include <quern/quern.hpp>
 
 int main(int argc, char** argv) {
   quern::config cfg;
+  // seed-setup-begin
   if (auto status = quern::parse_command_line(cfg, argc, argv)) // --help, bad arguments
     return *status;
-  // Two small CSV files with a header line: label,x.
+  // seed-setup-end
+  // Two small CSV files with a header line: label,x (TensorFlow's recipe reads
+  // files that exist; these lines are not part of it).
+  // seed-setup-begin
   std::filesystem::create_directories("runs/guide_input");
   std::vector<std::string> files;
   for (int f = 0; f < 2; ++f) {
@@ -29,6 +24,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 50; ++i)
       out << f * 50 + i << "," << 0.5 * i << "\n";
   }
+  // seed-setup-end
 
   quern::actor_system sys{cfg};
   quern::pipeline pipe{sys}; // TensorFlow's QUEUE_RUNNERS collection

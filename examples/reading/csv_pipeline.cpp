@@ -119,14 +119,6 @@ int main(int argc, char** argv) {
     quern::config cfg;
     quern::actor_system sys{cfg};
     summary_writer writer{sys, logdir};
-    // hp.hparams(...): this run's settings, compared by `loss` in the boards' tables.
-    writer.hparams({{"batch_size", batch_size},
-                    {"readers", readers},
-                    {"min_after_dequeue", min_after_dequeue},
-                    {"learning_rate", learning_rate},
-                    {"epochs", epochs},
-                    {"seed", seed}},
-                   {"loss"});
     // Checkpoints (docs/resume.md): the pipeline's queues, producers and
     // readers, and the model as a part of the same file.
     pipeline_options popts;
@@ -164,6 +156,10 @@ int main(int argc, char** argv) {
     bo.seed = seed;
     bo.summaries = &summaries;
     auto examples_batch = shuffle_batch_join(pipe, std::move(sources), bo);
+
+    // hp.hparams(...): the pipeline's settings and the learning rate, compared
+    // by `loss` in the boards' tables.
+    log_pipeline_settings(writer, pipe, {"loss"}, {{"learning_rate", learning_rate}});
 
     // The model: y = w1 x1 + w2 x2 + b, trained by SGD on mean squared error.
     examples::linear_model model;

@@ -314,6 +314,15 @@ batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool rep
   ro.name = scope;
   pipe.add_queue_runner(queue_runner{q, std::move(ops), ro});
   add_source_states(pipe, sources, scope);
+  pipe.add_setting(scope + "/batch_size", static_cast<double>(opts.batch_size));
+  pipe.add_setting(scope + "/capacity", static_cast<double>(opts.capacity));
+  pipe.add_setting(scope + "/num_threads",
+                   static_cast<double>(replicate ? opts.num_threads : sources.size()));
+  if (shuffle) {
+    pipe.add_setting(scope + "/min_after_dequeue",
+                     static_cast<double>(opts.min_after_dequeue));
+    pipe.add_setting(scope + "/seed", static_cast<double>(opts.seed));
+  }
   batched result;
   result.queue = q;
   result.batch_size = opts.batch_size;

@@ -87,6 +87,12 @@ queue_actor make_producer(pipeline& pipe, std::vector<tensor> tensors,
   queue_runner_options ro;
   ro.name = scope;
   pipe.add_queue_runner(queue_runner{q, {std::move(op)}, ro});
+  if (epochs)
+    pipe.add_setting(scope + "/num_epochs", static_cast<double>(*epochs));
+  pipe.add_setting(scope + "/capacity", static_cast<double>(opts.capacity));
+  pipe.add_setting(scope + "/shuffle", opts.shuffle);
+  if (opts.shuffle)
+    pipe.add_setting(scope + "/seed", static_cast<double>(opts.seed));
   // A checkpoint keeps the epochs started and the generator that permutes
   // the next one; the rows of the epochs started are in the queue's state.
   pipe.add_checkpoint_part(

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <variant>
+
+#include "quern/pipeline.hpp"
 
 namespace quern {
 
@@ -87,6 +90,17 @@ std::vector<std::pair<std::string, float>> input_summaries::values() {
 void input_summaries::write(summary_writer& writer, int64_t step) {
   for (auto& [tag, value] : values())
     writer.scalar(tag, value, step);
+}
+
+void log_pipeline_settings(summary_writer& writer, const pipeline& pipe,
+                           const std::vector<std::string>& metrics,
+                           const hparam_list& more) {
+  hparam_list all;
+  for (auto& [name, value] : pipe.settings())
+    all.emplace_back(name,
+                     std::visit([](const auto& v) { return hparam_value{v}; }, value));
+  all.insert(all.end(), more.begin(), more.end());
+  writer.hparams(all, metrics);
 }
 
 } // namespace quern

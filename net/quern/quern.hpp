@@ -14,11 +14,14 @@
 #include "quern/error.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/messages.hpp"
+#include "quern/queue_state.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/state_bytes.hpp"
 #include "quern/tensor.hpp"
 #include "quern/tensor_shape.hpp"
 
 #include "quern/actor_system.hpp"
+#include "quern/checkpoint_file.hpp"
 #include "quern/command_line.hpp"
 
 // Queues and their handles.

@@ -13,9 +13,13 @@ add_test(NAME docs.no_outside_refs
 #                         no C++ block is unmarked
 add_test(NAME docs.snippets
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_snippets.sh ${PROJECT_SOURCE_DIR})
+#   docs.seed_lengths     the seed programs' examples are at most 1.2 x
+#                         TensorFlow's lines
+add_test(NAME docs.seed_lengths
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_seed_lengths.sh ${PROJECT_SOURCE_DIR})
 # The docs' code that is not a whole program, compiled in its context: a
 # fragment that stops compiling breaks the build (tests/docs/fragments.cpp).
 add_library(quern_doc_fragments OBJECT ${CMAKE_CURRENT_LIST_DIR}/fragments.cpp)
 target_link_libraries(quern_doc_fragments PRIVATE quern::quern quern_warnings)
 set_tests_properties(docs.semantic_ids docs.no_outside_refs docs.snippets
-                     PROPERTIES LABELS docs)
+                     docs.seed_lengths PROPERTIES LABELS docs)

@@ -31,6 +31,9 @@ for doc in ["README.md"] + sorted(glob.glob("docs/*.md")):
         else:
             source = open(target).read()
             body = source[source.index("#include"):].rstrip("\n").split("\n")
+            # The seed programs' length markers (check_seed_lengths.sh) are left out.
+            body = [l for l in body
+                    if l.strip() not in ("// seed-setup-begin", "// seed-setup-end")]
         while not lines[k].startswith("```"):  # up to the opening fence
             out.append(lines[k])
             k += 1

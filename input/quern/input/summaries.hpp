@@ -26,6 +26,19 @@
 
 namespace quern {
 
+class pipeline;
+
+/// TensorBoard's `hp.hparams(...)` for a pipeline, in one call (SW-47): the
+/// settings its input helpers recorded (pipeline::settings(): capacities,
+/// batch sizes, num_epochs, seeds, min_after_dequeue, threads), then `more`
+/// (your own: a learning rate), written as the run's hyper-parameters with
+/// `metrics` to compare runs by:
+///   quern::log_pipeline_settings(writer, pipe, {"loss"}, {{"learning_rate", 0.1}});
+/// Errors are summary_writer::hparams' (a name given twice, ...).
+void log_pipeline_settings(summary_writer& writer, const pipeline& pipe,
+                           const std::vector<std::string>& metrics = {},
+                           const hparam_list& more = {});
+
 class input_summaries {
 public:
   explicit input_summaries(caf::actor_system& sys);
