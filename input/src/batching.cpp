@@ -282,6 +282,15 @@ batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool rep
       if (!s.fully_defined())
         throw argument_error("All shapes must be fully defined: " + s.to_string());
   }
+  if (opts.deterministic &&
+      (replicate ? static_cast<size_t>(opts.num_threads) : sources.size()) != 1)
+    throw argument_error(
+        helper + ": deterministic batching needs one source worker (num_threads 1, "
+                 "or one source), e.g. an ordered_csv_source that reads ahead "
+                 "with threads of its own");
+  // RS-9: each pick among exactly min_after_dequeue + 1 rows, whenever it happens.
+  if (opts.deterministic && shuffle)
+    opts.capacity = opts.min_after_dequeue + 1;
   auto base = opts.name.empty() ? helper : opts.name;
   auto scope = opts.summaries ? opts.summaries->unique_scope(base) : base;
   queue_options qo;

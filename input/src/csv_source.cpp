@@ -12,6 +12,8 @@
 #include "quern/input/readers.hpp"
 #include "quern/state_bytes.hpp"
 
+#include "csv_common.hpp"
+
 namespace quern {
 
 namespace {
@@ -84,12 +86,13 @@ void restore_group(reader_group& g, const std::string& bytes, const std::string&
 
 } // namespace
 
-example_source csv_source(caf::actor_system& sys, queue_actor filenames,
-                          std::vector<tensor> record_defaults, csv_source_options opts) {
+example_signature check_csv_source(const char* who, const queue_actor& filenames,
+                                   const std::vector<tensor>& record_defaults,
+                                   const csv_source_options& opts) {
   if (!filenames)
-    throw argument_error("csv_source: invalid filename queue");
+    throw argument_error(std::string(who) + ": invalid filename queue");
   if (opts.read_batch <= 0)
-    throw argument_error("csv_source: read_batch must be > 0, got " +
+    throw argument_error(std::string(who) + ": read_batch must be > 0, got " +
                          std::to_string(opts.read_batch));
   // decode_csv of no records checks the defaults and options now, with its own
   // texts, rather than in a worker thread after the pipeline started.
@@ -102,7 +105,12 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
     sig.shapes.push_back(tensor_shape{});
   }
   sig.enqueue_many = true;
+  return sig;
+}
 
+example_source csv_source(caf::actor_system& sys, queue_actor filenames,
+                          std::vector<tensor> record_defaults, csv_source_options opts) {
+  auto sig = check_csv_source("csv_source", filenames, record_defaults, opts);
   struct state {
     state(caf::actor_system& sys, queue_actor q, int64_t skip)
         : reader{std::make_shared<text_line_reader>(skip)}, files{sys, std::move(q)} {}

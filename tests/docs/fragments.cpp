@@ -16,6 +16,7 @@
 #include "quern/command_line.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/input/batching.hpp"
+#include "quern/input/csv_source.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/producers.hpp"
 #include "quern/input/readers.hpp"
@@ -379,6 +380,24 @@ try {
   }
 } catch (const quern::out_of_range_error&) {
 }
+// docs-snippet-end
+}
+
+void resume_deterministic(quern::actor_system& sys, quern::pipeline& pipe,
+                          quern::queue_actor filename_queue,
+                          std::vector<quern::tensor> record_defaults) {
+// docs-snippet-begin: resume-deterministic
+quern::csv_source_options ro;
+ro.skip_header_lines = 1;
+auto reader = quern::ordered_csv_source(sys, filename_queue, record_defaults, ro,
+                                        /*decode_threads=*/4);
+quern::batch_options bo;
+bo.batch_size = 32;
+bo.capacity = 1000;  // a deterministic shuffle keeps min_after_dequeue + 1
+bo.min_after_dequeue = 500;
+bo.seed = 7;
+bo.deterministic = true;
+auto batch = quern::shuffle_batch(pipe, reader, bo);
 // docs-snippet-end
 }
 

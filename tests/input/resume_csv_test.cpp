@@ -149,3 +149,100 @@ TEST_CASE("RS-8 damaged bytes of the readers' part are refused, naming it", "[RS
     CHECK_THROWS_WITH(p.pipe.restore(snap), Catch::Contains("readers of input_producer"));
   }
 }
+
+namespace {
+
+/// The deterministic mode: string_input_producer -> ordered_csv_source with
+/// `threads` decode threads -> shuffle_batch (deterministic).
+struct ordered_pipeline {
+  pipeline pipe;
+  batched b;
+
+  ordered_pipeline(caf::actor_system& sys, const std::vector<std::string>& paths,
+                   int threads)
+      : pipe{sys} {
+    producer_options po;
+    po.num_epochs = epochs;
+    po.seed = 3;
+    auto names = string_input_producer(pipe, paths, po);
+    csv_source_options ro;
+    ro.skip_header_lines = 1;
+    ro.read_batch = 5;
+    batch_options bo;
+    bo.batch_size = 6;
+    bo.capacity = 60;
+    bo.min_after_dequeue = 20;
+    bo.seed = 8;
+    bo.allow_smaller_final_batch = true;
+    bo.deterministic = true;
+    b = shuffle_batch(
+        pipe,
+        ordered_csv_source(sys, names,
+                           {tensor::vector<int32_t>({0}), tensor::vector<int32_t>({0})},
+                           ro, threads),
+        bo);
+  }
+};
+
+std::vector<int32_t> ordered_run(const std::vector<std::string>& paths, int threads) {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  ordered_pipeline p{sys, paths, threads};
+  p.pipe.start_queue_runners();
+  auto in = p.pipe.make_consumer(p.b.queue);
+  std::vector<int32_t> ids;
+  take(in, p.b, -1, ids);
+  return ids;
+}
+
+} // namespace
+
+TEST_CASE("RS-9 the deterministic mode gives the same batches whatever the number of "
+          "decode threads, and after a restore on another number",
+          "[RS-9]") {
+  temp_dir dir;
+  auto paths = write_files(dir);
+  auto expected = ordered_run(paths, 1);
+  REQUIRE(expected.size() == static_cast<size_t>(files * rows_per_file * epochs));
+  for (int threads : {3, 8})
+    CHECK(ordered_run(paths, threads) == expected);
+  std::mt19937 gen{99};
+  for (auto [before, after] : {std::pair{1, 3}, std::pair{3, 8}, std::pair{8, 1}}) {
+    int at = std::uniform_int_distribution<int>{1, 60}(gen);
+    INFO("threads " << before << " -> " << after << ", break at step " << at);
+    quern::config cfg;
+    caf::actor_system sys{cfg};
+    std::vector<int32_t> ids;
+    pipeline_snapshot snap;
+    {
+      ordered_pipeline p{sys, paths, before};
+      p.pipe.start_queue_runners();
+      auto in = p.pipe.make_consumer(p.b.queue);
+      take(in, p.b, at, ids);
+      snap = pipeline::from_checkpoint(pipeline::to_checkpoint(p.pipe.snapshot(at)));
+      std::vector<int32_t> lost;
+      take(in, p.b, 3, lost);
+    }
+    ordered_pipeline p{sys, paths, after};
+    p.pipe.restore(snap);
+    p.pipe.start_queue_runners();
+    auto in = p.pipe.make_consumer(p.b.queue);
+    take(in, p.b, -1, ids);
+    CHECK(ids == expected);
+  }
+}
+
+TEST_CASE("RS-9 deterministic batching refuses several source workers", "[RS-9]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline pipe{sys};
+  auto q = range_input_producer(pipe, 10);
+  batch_options bo;
+  bo.batch_size = 2;
+  bo.dtypes = {dtype::int32};
+  bo.shapes = {tensor_shape{}};
+  bo.deterministic = true;
+  bo.num_threads = 2;
+  CHECK_THROWS_WITH(batch(pipe, example_source::dequeue_from(q), bo),
+                    Catch::Contains("deterministic batching needs one source worker"));
+}

@@ -140,6 +140,13 @@ struct batch_options {
   int64_t seed = 0;
   /// Where the fill-fraction summary is registered (optional).
   input_summaries* summaries = nullptr;
+  /// The deterministic mode (docs/resume.md, RS-9): batches that depend only
+  /// on the source's order and the seeds, not on timing. It needs one source
+  /// worker (num_threads 1, or one source of a *_join; argument_error
+  /// otherwise), e.g. an ordered_csv_source; a shuffling helper then picks
+  /// each row when exactly min_after_dequeue + 1 rows are stored (its queue's
+  /// capacity is min_after_dequeue + 1), as tf.data's shuffle buffer does.
+  bool deterministic = false;
 };
 
 /// The fast path of batching helpers for blocking sources with

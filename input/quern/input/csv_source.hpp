@@ -69,4 +69,19 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
                           std::vector<tensor> record_defaults,
                           csv_source_options opts = {});
 
+/// The deterministic mode of reading (docs/resume.md, RS-9): one
+/// example_source whose batches come in a fixed order, whatever the number of
+/// threads and the timing: the files in the filename queue's order, each
+/// file's lines in order, `read_batch` lines a batch. One reader reads; up to
+/// `decode_threads` threads of the source's own decode the batches ahead, and
+/// the source returns them in the order they were read. Give it to a batching
+/// helper as its one source with batch_options::deterministic (one worker).
+/// A checkpoint saves the reader's place and the lines read and not yet
+/// returned, so that a restored run, with any number of decode threads, goes
+/// on with the very same batches. Arguments are checked as csv_source's;
+/// decode_threads must be >= 1 (argument_error).
+example_source ordered_csv_source(caf::actor_system& sys, queue_actor filenames,
+                                  std::vector<tensor> record_defaults,
+                                  csv_source_options opts = {}, int decode_threads = 2);
+
 } // namespace quern
