@@ -16,7 +16,7 @@ namespace quern::test {
 
 using values = std::vector<int32_t>;
 
-enum class shape { fifo_batch, shuffle_batch, batch_join };
+enum class shape { fifo_batch, shuffle_batch, batch_join, padded_batch };
 
 struct setup {
   shape kind = shape::fifo_batch;
@@ -47,6 +47,11 @@ struct built {
     switch (s.kind) {
     case shape::fifo_batch:
       o.capacity = 8;
+      b = batch(pipe, example_source::dequeue_from(indices, 3), o);
+      break;
+    case shape::padded_batch: // a PaddingFIFOQueue
+      o.capacity = 8;
+      o.dynamic_pad = true;
       b = batch(pipe, example_source::dequeue_from(indices, 3), o);
       break;
     case shape::shuffle_batch:

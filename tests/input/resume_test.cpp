@@ -87,8 +87,9 @@ void check_each_epochs_times(const values& v, const setup& s) {
 TEST_CASE("RS-4 a run broken at random steps and restored delivers what the unbroken run "
           "delivers, in its order",
           "[RS-4]") {
+  auto kind = GENERATE(shape::fifo_batch, shape::padded_batch);
   setup s;
-  s.kind = shape::fifo_batch;
+  s.kind = kind;
   auto expected = unbroken(s);
   REQUIRE(expected.size() == static_cast<size_t>(s.examples * s.epochs));
   std::mt19937 gen{20261128};
