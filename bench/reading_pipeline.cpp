@@ -337,6 +337,7 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   a.consume = "per-call";
   int rc = 0;
   std::vector<double> ratios, plain_rates, ckpt_rates, longest, mean;
+  cpu_per_example cpu_ns[2];
   uintmax_t bytes = 0;
   auto every = a.checkpoint_every;
   for (int round = 0; round < rounds; ++round) {
@@ -349,6 +350,7 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
       auto t0 = clock_type::now();
       auto n = quern_pipeline(sys, files, a, sum, cpu, with ? &costs : nullptr);
       rate[with] = n / seconds_since(t0);
+      cpu_ns[with].add(cpu, n);
       if (n != rows || std::abs(sum - sum_want) > 1e-6 * std::abs(sum_want) + 1) {
         std::cerr << "bench_reading_pipeline: " << n << " of " << rows << " rows\n";
         rc = 1;
@@ -374,6 +376,9 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
             << std::setprecision(1) << "  checkpoint: " << 1e3 * median(mean)
             << " ms on average, longest consumer stall " << 1e3 * median(longest)
             << " ms, " << bytes / 1e3 << " kB (medians)\n"
+            << std::setprecision(0) << "  CPU per example: " << median(cpu_ns[0].total)
+            << " ns without checkpoints, " << median(cpu_ns[1].total)
+            << " ns with them (medians)\n"
             << std::setprecision(3)
             << "ratio with checkpoints / without: " << median(ratios) << "x (median of "
             << rounds << " rounds)\n";
