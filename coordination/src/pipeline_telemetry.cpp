@@ -49,6 +49,12 @@ double share(int64_t ns, int64_t span) {
   return span > 0 ? static_cast<double>(ns) / static_cast<double>(span) : 0.0;
 }
 
+std::string micros(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f us", seconds * 1e6);
+  return buf;
+}
+
 std::string percent(double x) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * x);
@@ -59,7 +65,10 @@ std::string percent(double x) {
 /// than `kept_up` of its steps, the pipeline keeps up. Otherwise, from the
 /// queue it dequeues from, upstream: the stage feeding a queue is the limit
 /// unless its workers waited for input longer than they were busy and a
-/// runner of this pipeline feeds that input, which is then looked at.
+/// runner of this pipeline feeds that input, which is then looked at. A
+/// stage that mostly waited for room kept its queue full: the stage below it
+/// is the limit, or, below the first, the consumer's waits are its
+/// dequeues' own cost.
 void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& queues) {
   constexpr double kept_up = 0.10;
   const consumer_telemetry* c = nullptr;
@@ -90,6 +99,7 @@ void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& 
   }
   auto q = c->queue;
   std::set<std::string> seen;
+  const runner_telemetry* below = nullptr;
   for (;;) {
     auto r = feeding(q);
     if (!r) {
@@ -98,6 +108,19 @@ void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& 
       return;
     }
     seen.insert(r->name);
+    if (r->waiting_for_room > r->busy && r->waiting_for_room > r->waiting_for_input) {
+      if (!below) {
+        t.verdict = fed + "; its dequeues took " + micros(c->wait_seconds / c->dequeues) +
+                    " each while stage `" + r->name + "` waited for room " +
+                    percent(r->waiting_for_room) +
+                    " of its time: the wait is the dequeues' own cost, no stage "
+                    "holds the trainer up";
+        return;
+      }
+      r = below; // the stage below could not take what this one made
+    } else {
+      below = r;
+    }
     bool upstream = r->waiting_for_input > r->busy && !r->input_queue.empty() &&
                     feeding(r->input_queue) && !seen.count(feeding(r->input_queue)->name);
     if (upstream) {
