@@ -8,7 +8,8 @@
 // medians and their ratio are printed, with two kinds of context: what two
 // plain loops in two threads reach (the machine's own parallel ceiling for
 // this work, no queues at all) and where the pipeline's CPU time goes, by
-// thread (Linux /proc).
+// thread (Linux /proc). Each round also runs the pipeline with telemetry off
+// (pipeline_options::telemetry) and prints the ratio on / off.
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -179,6 +180,8 @@ struct pipeline_args {
   /// checkpoint_dir (0: none).
   int64_t checkpoint_every = 0;
   std::string checkpoint_dir;
+  /// pipeline_options::telemetry (docs/input.md, "Where the pipeline waits").
+  bool telemetry = true;
 };
 
 /// What the checkpoints of one pipeline run cost the consumer.
@@ -224,6 +227,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   auto cpu_before = threads_cpu();
   pipeline_options popts;
   popts.checkpoint_dir = a.checkpoint_dir;
+  popts.telemetry = a.telemetry;
   pipeline pipe{sys, popts};
   producer_options po;
   po.num_epochs = 1;
@@ -571,7 +575,7 @@ int main(int argc, char** argv) {
     caf::actor_system sys{cfg};
     // Rounds alternate the runs, so that drift on a shared machine hits
     // both alike; each figure is the median over the rounds.
-    std::vector<double> plain_rates, quern_rates, two_rates, ratios;
+    std::vector<double> plain_rates, quern_rates, two_rates, ratios, telemetry_ratios;
     cpu_per_example cpu_ns;
     std::vector<double> plain_cpu, cpu_ratios, busy;
     const double ncores = cores();
@@ -597,6 +601,26 @@ int main(int argc, char** argv) {
       other.join();
       two_rates.push_back(static_cast<double>(n_a + n_b) / seconds_since(t0));
 
+      // The same pipeline with telemetry off (TL-7), run before the one with
+      // it on in odd rounds and after it in even ones, so that drift hits both
+      // alike.
+      auto run_without_telemetry = [&] {
+        auto off = a;
+        off.telemetry = false;
+        double sum = 0;
+        cpu_split ignored;
+        auto t = clock_type::now();
+        auto n = quern_pipeline(sys, files, off, sum, ignored);
+        if (n != n_plain) {
+          std::cerr << "bench_reading_pipeline: the run without telemetry read " << n
+                    << " of " << n_plain << " examples\n";
+          rc = 1;
+        }
+        return n / seconds_since(t);
+      };
+      double rate_off = 0;
+      if (round % 2 == 1)
+        rate_off = run_without_telemetry();
       double sum_quern = 0;
       cpu_split cpu;
       t0 = clock_type::now();
@@ -608,6 +632,9 @@ int main(int argc, char** argv) {
                   << n_quern << " examples)\n";
         rc = 1;
       }
+      if (round % 2 == 0) // even rounds: telemetry off runs second
+        rate_off = run_without_telemetry();
+      telemetry_ratios.push_back(rate_quern / rate_off);
       plain_rates.push_back(rate_plain);
       quern_rates.push_back(rate_quern);
       ratios.push_back(rate_quern / rate_plain);
@@ -619,7 +646,9 @@ int main(int argc, char** argv) {
       busy.push_back(rate_quern * cpu.total() / static_cast<double>(n_quern) / ncores);
       std::cout << std::setprecision(0) << "round " << round + 1 << ": plain "
                 << rate_plain << "/s, quern " << rate_quern << "/s, ratio "
-                << std::setprecision(2) << rate_quern / rate_plain << "x\n";
+                << std::setprecision(2) << rate_quern / rate_plain << "x; telemetry off "
+                << std::setprecision(0) << rate_off << "/s, on/off "
+                << std::setprecision(3) << rate_quern / rate_off << "x\n";
     }
     auto plain = median(plain_rates);
     std::cout << std::setprecision(0) << "plain single-threaded loop: " << plain
@@ -642,7 +671,10 @@ int main(int argc, char** argv) {
               << std::setprecision(0) << 100 * median(busy)
               << "% of its run (the rest: idle, or taken by other guests)\n"
               << "ratio quern/plain: " << std::setprecision(2) << median(ratios)
-              << "x (median of " << rounds << " rounds, " << cores() << " cores)\n";
+              << "x (median of " << rounds << " rounds, " << cores() << " cores)\n"
+              << "ratio telemetry on/off: " << std::setprecision(3)
+              << median(telemetry_ratios) << "x (median of " << rounds
+              << " rounds, alternating which runs first)\n";
   } catch (const std::exception& e) {
     std::cerr << "bench_reading_pipeline: " << e.what() << "\n";
     rc = 1;

@@ -29,10 +29,15 @@
 #include "quern/coordination.hpp"
 #include "quern/coordinator.hpp"
 #include "quern/interfaces.hpp"
+#include "quern/pipeline_telemetry.hpp"
 #include "quern/queue_runner.hpp"
 #include "quern/queue_state.hpp"
 
 namespace quern {
+
+namespace detail {
+class consumer_meter; // coordination/src/runner/worker_meter.hpp
+} // namespace detail
 
 /// What a consumer does when its dequeue has waited `starvation_timeout`
 /// and the pipeline sees why it may never be fed.
@@ -75,6 +80,14 @@ struct pipeline_options {
   /// How long snapshot() waits for every runner to pause between runs
   /// before it gives up (nothing is saved then, and the pipeline runs on).
   caf::timespan checkpoint_pause_limit = std::chrono::seconds(10);
+
+  // -- telemetry (docs/input.md, "Where the pipeline waits") -------------------------
+
+  /// Measure where the pipeline's time goes (pipeline::telemetry): each
+  /// consumer's dequeues (two clock reads each) and each runner's workers
+  /// (a clock read when a worker starts or ends a wait). false: nothing is
+  /// measured and telemetry() reports zeros.
+  bool telemetry = true;
 };
 
 /// What a checkpoint of a pipeline holds (docs/resume.md): the consumer's
@@ -129,6 +142,9 @@ private:
   /// One dequeue, `attempt(self, timeout)`, with the starvation diagnosis.
   template <class F>
   element guarded(F attempt);
+  /// guarded(attempt), its wait measured (TL-1).
+  template <class F>
+  element measured(F attempt, bool batch);
   /// The queue said (or the wait of a remote queue showed) that the dequeue
   /// may never be served: warns, throws or does nothing, as the options say.
   void starving(const std::string& queue_said, bool queue_never_started,
@@ -143,6 +159,8 @@ private:
   bool watched_ = false;
   std::shared_ptr<const state> state_;
   std::string queue_name_;
+  /// Its dequeues' waits (none: telemetry is off).
+  std::shared_ptr<detail::consumer_meter> meter_;
 };
 
 /// TensorFlow's QUEUE_RUNNERS collection with add_queue_runner and
@@ -192,6 +210,17 @@ public:
   /// adds one of your own.
   void add_setting(std::string name, pipeline_setting value);
   std::vector<std::pair<std::string, pipeline_setting>> settings() const;
+
+  // -- telemetry (docs/input.md, "Where the pipeline waits") ---------------------------
+
+  /// Where the pipeline's time went since the previous call (the first:
+  /// since the pipeline was made): each consumer's exposed wait, each
+  /// runner's and worker's busy / waiting-for-input / waiting-for-room
+  /// shares, each queue's fill and rates, and the verdict naming the stage
+  /// that limits the pipeline (TL-1..TL-6). Asks each queue for its size
+  /// (a bounded wait; blocks its caller: call it from main() or a detached
+  /// actor). Cheap to call, but meant for intervals of seconds.
+  pipeline_telemetry telemetry();
 
   // -- checkpoints (docs/resume.md) --------------------------------------------------
 

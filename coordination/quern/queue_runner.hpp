@@ -36,6 +36,7 @@ namespace quern {
 namespace detail {
 class async_client;   // coordination/src/runner/async_client.hpp
 class blocking_state; // the same file
+class runner_meters;  // coordination/src/runner/worker_meter.hpp
 } // namespace detail
 
 /// One run of an asynchronous enqueue op, handed to the op by its worker (an
@@ -325,6 +326,13 @@ public:
   int64_t rows_dropped() const;
   /// Sends stop to the runner actor of the last start (no-op if ended).
   void stop() const;
+
+  /// Whether the next start() measures where its workers' time goes
+  /// (docs/input.md, "Where the pipeline waits"): on by default; a
+  /// pipeline whose options turn telemetry off turns it off.
+  void set_measured(bool on);
+  /// The figures of the last start's workers (read by pipeline::telemetry).
+  std::shared_ptr<detail::runner_meters> meters() const;
 
 private:
   /// The runner's name: the given one, or the queue's resource name.

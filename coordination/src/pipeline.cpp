@@ -126,25 +126,42 @@ element consumer::guarded(F attempt) {
   return attempt(self, wait_forever);
 }
 
+template <class F>
+element consumer::measured(F attempt, bool batch) {
+  if (!meter_)
+    return guarded(std::move(attempt));
+  auto begin = detail::steady_ns();
+  auto e = guarded(std::move(attempt));
+  auto end = detail::steady_ns();
+  meter_->dequeued(begin, end, batch && !e.components.empty() ? e.batch_size() : 1);
+  return e;
+}
+
 element consumer::dequeue() {
-  return guarded([this](caf::scoped_actor& self, caf::timespan t) {
-    return blocking_client::receive_answer<element>(self, q_.actor(), dequeue_atom::value,
-                                                    t);
-  });
+  return measured(
+      [this](caf::scoped_actor& self, caf::timespan t) {
+        return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                        dequeue_atom::value, t);
+      },
+      false);
 }
 
 element consumer::dequeue_many(int32_t n) {
-  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
-    return blocking_client::receive_answer<element>(self, q_.actor(),
-                                                    dequeue_many_atom::value, n, t);
-  });
+  return measured(
+      [this, n](caf::scoped_actor& self, caf::timespan t) {
+        return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                        dequeue_many_atom::value, n, t);
+      },
+      true);
 }
 
 element consumer::dequeue_up_to(int32_t n) {
-  return guarded([this, n](caf::scoped_actor& self, caf::timespan t) {
-    return blocking_client::receive_answer<element>(self, q_.actor(),
-                                                    dequeue_up_to_atom::value, n, t);
-  });
+  return measured(
+      [this, n](caf::scoped_actor& self, caf::timespan t) {
+        return blocking_client::receive_answer<element>(self, q_.actor(),
+                                                        dequeue_up_to_atom::value, n, t);
+      },
+      true);
 }
 
 // -- pipeline -------------------------------------------------------------------------
@@ -198,6 +215,7 @@ std::vector<caf::actor> pipeline::start_queue_runners(const coordinator_actor& c
                  "runners to start\n";
   std::vector<caf::actor> result;
   for (auto& r : runners) {
+    r.set_measured(opts_.telemetry);
     auto actors = r.start(sys_, coord);
     result.insert(result.end(), actors.begin(), actors.end());
   }
@@ -221,11 +239,18 @@ std::vector<std::pair<std::string, pipeline_setting>> pipeline::settings() const
 }
 
 consumer pipeline::make_consumer(queue_actor q) const {
+  std::shared_ptr<detail::consumer_meter> meter;
+  if (opts_.telemetry)
+    meter = std::make_shared<detail::consumer_meter>(q);
   {
     std::lock_guard<std::mutex> guard{state_->mtx};
     state_->consumed.push_back(q);
+    if (meter)
+      state_->consumer_meters.push_back(meter);
   }
-  return consumer{sys_, std::move(q), state_};
+  consumer c{sys_, std::move(q), state_};
+  c.meter_ = std::move(meter);
+  return c;
 }
 
 std::string pipeline::starvation_diagnosis(const queue_actor& q,

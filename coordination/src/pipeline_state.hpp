@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "quern/pipeline.hpp"
+
+#include "runner/worker_meter.hpp"
 
 namespace quern {
 
@@ -36,6 +39,14 @@ struct consumer::state {
   /// and its path; only the caller of checkpoint() touches it.
   std::future<void> writing;
   std::string writing_path;
+  /// The consumers' meters (make_consumer, with opts.telemetry), and what
+  /// every meter read at the previous telemetry() (its span starts there).
+  std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;
+  std::mutex telemetry_mtx;
+  int64_t telemetry_mark = detail::steady_ns();
+  std::map<std::shared_ptr<detail::worker_meter>, detail::worker_reading> worker_marks;
+  std::map<std::shared_ptr<detail::consumer_meter>, detail::consumer_meter::reading>
+      consumer_marks;
 };
 
 } // namespace quern

@@ -11,7 +11,10 @@
 //
 // Logs `loss` per step and the queues' fill fractions
 // (input_producer/fraction_of_32_full,
-// shuffle_batch_join/fraction_over_<m>_of_<c-m>_full) to runs/csv_pipeline/.
+// shuffle_batch_join/fraction_over_<m>_of_<c-m>_full) to runs/csv_pipeline/,
+// and where the pipeline waits (consumer/shuffle_batch_join/wait_fraction,
+// runner/<stage>/busy, ..., the pipeline/verdict text; docs/input.md) at most
+// every --telemetry-every seconds.
 
 #include <cmath>
 #include <filesystem>
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
   std::string checkpoint_dir;
   bool restore = false;
   int64_t stop_after = 0;
+  double telemetry_every = 10;
   po::options_description desc{
       "csv_pipeline: the reading-data guide's input pipeline (CSV files -> "
       "string_input_producer -> readers + decode_csv -> shuffle_batch) training a "
@@ -82,16 +86,22 @@ int main(int argc, char** argv) {
       "restore", po::bool_switch(&restore),
       "go on from the newest checkpoint of --checkpoint-dir, if there is one")(
       "stop-after-steps", po::value<int64_t>(&stop_after)->default_value(0),
-      "end the run after N steps, as a preempted job would (0: run to the end)");
+      "end the run after N steps, as a preempted job would (0: run to the end)")(
+      "telemetry-every",
+      po::value<double>(&telemetry_every)
+          ->default_value(telemetry_every, quern::cli::shown(telemetry_every)),
+      "log where the input pipeline waits (consumer/, runner/, queue/ scalars and the "
+      "pipeline/verdict text) at most every S seconds (0: every step)");
   po::variables_map vm;
   if (auto status = quern::cli::parse_options("csv_pipeline", argc, argv, desc, vm))
     return *status;
   if (files <= 0 || rows <= 0 || epochs <= 0 || batch_size <= 0 || readers <= 0 ||
       min_after_dequeue < 0 || !(learning_rate > 0) || checkpoint_every < 0 ||
-      stop_after < 0) {
+      stop_after < 0 || !(telemetry_every >= 0)) {
     std::cerr << "csv_pipeline: --files, --rows, --epochs, --batch-size, --readers and "
                  "--learning-rate must be positive, --min-after-dequeue, "
-                 "--checkpoint-every and --stop-after-steps non-negative\n";
+                 "--checkpoint-every, --stop-after-steps and --telemetry-every "
+                 "non-negative\n";
     return 2;
   }
   // An empty run directory would put the CSV files in /data, at the root.
@@ -166,6 +176,10 @@ int main(int argc, char** argv) {
     pipe.add_checkpoint_part(
         "model", [&model] { return model.save(); },
         [&model](const std::string& bytes) { model.restore(bytes); });
+    // Where the input pipeline waits (docs/input.md): scalars and a verdict
+    // written with the summaries, at most every --telemetry-every seconds.
+    summaries.add_telemetry(pipe, std::chrono::duration_cast<caf::timespan>(
+                                      std::chrono::duration<double>(telemetry_every)));
     coordinator coord{sys};
     auto threads = pipe.start_queue_runners(coord); // restores first with --restore
     auto in = pipe.make_consumer(examples_batch.queue);
@@ -199,6 +213,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       coord.request_stop(e);
     }
+    // Since the last telemetry written: which stage, if any, held training up.
+    std::cout << "input pipeline: " << pipe.telemetry().verdict << "\n";
     // finally: When done, ask the threads to stop.
     coord.request_stop();
     // Wait for threads to finish (rethrows a worker's error).

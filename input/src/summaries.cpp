@@ -6,6 +6,8 @@
 
 #include "quern/pipeline.hpp"
 
+#include "quern/error.hpp"
+
 namespace quern {
 
 input_summaries::input_summaries(caf::actor_system& sys) : sys_(sys) {}
@@ -90,6 +92,66 @@ std::vector<std::pair<std::string, float>> input_summaries::values() {
 void input_summaries::write(summary_writer& writer, int64_t step) {
   for (auto& [tag, value] : values())
     writer.scalar(tag, value, step);
+  pipeline* pipe = nullptr;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (telemetry_ == nullptr)
+      return;
+    auto now = std::chrono::steady_clock::now(); // one clock read per write
+    if (now - telemetry_last_ < telemetry_every_)
+      return;
+    telemetry_last_ = now;
+    pipe = telemetry_;
+  }
+  auto t = pipe->telemetry();
+  for (auto& [tag, value] : telemetry_values(t))
+    writer.scalar(tag, value, step);
+  writer.text("pipeline/verdict", t.verdict, step);
+}
+
+void input_summaries::add_telemetry(pipeline& pipe, caf::timespan every) {
+  if (every < caf::timespan{0})
+    throw invalid_argument_error("input_summaries::add_telemetry: the interval must not "
+                                 "be negative");
+  std::lock_guard<std::mutex> guard{mtx_};
+  telemetry_ = &pipe;
+  telemetry_every_ = every;
+  telemetry_last_ = std::chrono::steady_clock::now();
+}
+
+std::vector<std::pair<std::string, float>>
+input_summaries::telemetry_values(const pipeline_telemetry& t) {
+  std::vector<std::pair<std::string, float>> out;
+  auto add = [&out](const std::string& prefix, const char* name, double v) {
+    out.emplace_back(clean_tag(prefix + "/" + name), static_cast<float>(v));
+  };
+  for (auto& c : t.consumers) {
+    auto p = "consumer/" + c.queue;
+    add(p, "wait_fraction", c.wait_fraction);
+    add(p, "wait_seconds", c.dequeues > 0 ? c.wait_seconds / c.dequeues : 0.0);
+    add(p, "steps_per_second", t.span_seconds > 0 ? c.dequeues / t.span_seconds : 0.0);
+  }
+  auto stage = [&add](const std::string& p, double busy, double input, double room,
+                      double rows) {
+    add(p, "busy", busy);
+    add(p, "waiting_for_input", input);
+    add(p, "waiting_for_room", room);
+    add(p, "rows_per_second", rows);
+  };
+  for (auto& r : t.runners) {
+    stage("runner/" + r.name, r.busy, r.waiting_for_input, r.waiting_for_room,
+          r.rows_per_second);
+    for (auto& w : r.workers)
+      stage("worker/" + w.name, w.busy, w.waiting_for_input, w.waiting_for_room,
+            w.rows_per_second);
+  }
+  for (auto& q : t.queues) {
+    auto p = "queue/" + q.name;
+    add(p, "fill", q.fill);
+    add(p, "enqueue_rate", q.enqueue_rate);
+    add(p, "dequeue_rate", q.dequeue_rate);
+  }
+  return out;
 }
 
 void log_pipeline_settings(summary_writer& writer, const pipeline& pipe,

@@ -18,6 +18,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "quern/actor_system.hpp"
+#include "quern/element.hpp"
 #include "quern/error.hpp"
 
 namespace quern {
@@ -36,6 +37,50 @@ template <class T, class... Ts>
 constexpr caf::atom_value first_atom() {
   return request_atom<std::decay_t<T>>::value;
 }
+
+/// Told of the blocking calls a thread makes (a queue runner's blocking op
+/// measures how long its calls inside the op wait: docs/input.md, "Where
+/// the pipeline waits"): begin() before the request, end() once it is
+/// answered or failed. One per thread at most; none: nothing is measured
+/// (one thread-local read per call).
+class call_meter {
+public:
+  virtual ~call_meter() = default;
+  /// A call of `op` (its first atom) to the actor `dest` starts.
+  virtual void begin(caf::atom_value op, caf::actor_id dest) noexcept = 0;
+  virtual void end() noexcept = 0;
+  /// The call of `op` answered with the element `e` (before end()).
+  virtual void answered(caf::atom_value op, const element& e) noexcept = 0;
+  /// The calling thread's meter (null: none).
+  static call_meter*& current() noexcept {
+    static thread_local call_meter* meter = nullptr;
+    return meter;
+  }
+};
+
+/// Tells the calling thread's meter, if any, of one call for its scope.
+class metered_call {
+public:
+  metered_call(caf::atom_value op, caf::actor_id dest) noexcept
+      : meter_(call_meter::current()), op_(op) {
+    if (meter_ != nullptr)
+      meter_->begin(op, dest);
+  }
+  void answered(const element& e) noexcept {
+    if (meter_ != nullptr)
+      meter_->answered(op_, e);
+  }
+  ~metered_call() {
+    if (meter_ != nullptr)
+      meter_->end();
+  }
+  metered_call(const metered_call&) = delete;
+  metered_call& operator=(const metered_call&) = delete;
+
+private:
+  call_meter* meter_;
+  caf::atom_value op_;
+};
 } // namespace detail
 
 /// The machinery every blocking handle (`blocking_queue`, `coordinator`,
@@ -130,9 +175,10 @@ public:
   template <class T, class Dest, class... Ts>
   static T receive_answer(caf::scoped_actor& self, const Dest& dest, Ts&&... xs) {
     // Named in the exit report while it waits (quern::actor_system).
-    detail::exit_watch::blocked_call waiting{self->home_system(),
-                                             caf::actor_cast<caf::actor_addr>(dest),
+    auto addr = caf::actor_cast<caf::actor_addr>(dest);
+    detail::exit_watch::blocked_call waiting{self->home_system(), addr,
                                              detail::first_atom<Ts...>()};
+    detail::metered_call metered{detail::first_atom<Ts...>(), addr.id()};
     caf::error err;
     if constexpr (std::is_void<T>::value) {
       self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
@@ -146,6 +192,8 @@ public:
                    [&](caf::error& e) { err = std::move(e); });
       if (err)
         throw_error(err);
+      if constexpr (std::is_same<T, element>::value)
+        metered.answered(*result);
       return std::move(*result);
     }
   }

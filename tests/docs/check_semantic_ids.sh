@@ -14,7 +14,7 @@ cd "$root"
 defs=docs/semantics.md
 # The prefixes docs/semantics.md uses, no others: a looser pattern would take
 # UTF-8, SHA-256 or CRC-32C for ids.
-prefixes='C|CC|CK|CO|CSV|IN|NET|Q|QR|RD|RS|SW|TB'
+prefixes='C|CC|CK|CO|CSV|IN|NET|Q|QR|RD|RS|SW|TB|TL'
 # An id is a whole word; one lowercase letter may follow for a part of a
 # statement (QR-8a is QR-8).
 use_re="\\b(${prefixes})-[0-9]+[a-z]?\\b"

@@ -20,6 +20,7 @@
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/producers.hpp"
 #include "quern/input/readers.hpp"
+#include "quern/input/summaries.hpp"
 #include "quern/input/tf_record.hpp"
 #include "quern/messages.hpp"
 #include "quern/pipeline.hpp"
@@ -398,6 +399,22 @@ bo.min_after_dequeue = 500;
 bo.seed = 7;
 bo.deterministic = true;
 auto batch = quern::shuffle_batch(pipe, reader, bo);
+// docs-snippet-end
+}
+
+void input_telemetry(quern::actor_system& sys, quern::pipeline& pipe,
+                     const quern::batched& examples_batch) {
+// docs-snippet-begin: input-telemetry
+quern::input_summaries summaries{sys};   // the helpers' fill fractions (po.summaries, bo.summaries)
+summaries.add_telemetry(pipe);           // and where the pipeline waits: at most every 10 s
+quern::summary_writer writer{sys, "runs/train"};
+auto in = pipe.make_consumer(examples_batch.queue);
+for (int64_t step = 0; step < 1000; ++step) {
+  auto batch = examples_batch.next(in);  // its wait is the exposed wait
+  // ... train on batch ...
+  summaries.write(writer, step);         // consumer/..., runner/..., queue/..., pipeline/verdict
+}
+std::cout << pipe.telemetry().verdict << "\n";
 // docs-snippet-end
 }
 

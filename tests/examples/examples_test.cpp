@@ -94,6 +94,30 @@ TEST_CASE("IN-3 IN-12 IN-16 example csv_pipeline: trains to the epoch limit and 
   CHECK(tags.count("weights/w1") == 1);
 }
 
+TEST_CASE("TL-6 example csv_pipeline: logs where its input pipeline waits",
+          "[TL-6][TL-5][examples]") {
+  auto bin = example_binary("csv_pipeline");
+  quern::test::temp_dir dir;
+  auto r = run(bin +
+               " --files 2 --rows 100 --epochs 3 --batch-size 16 --readers 2 "
+               "--min-after-dequeue 20 --seed 3 --telemetry-every 0 --logdir " +
+               dir.path());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("input pipeline: ") != std::string::npos);
+  auto tags = scalars_in(dir.path());
+  // With --telemetry-every 0, at every step: the consumer's exposed wait,
+  // both stages' shares and both queues' fill.
+  for (auto tag :
+       {"consumer/shuffle_batch_join/wait_fraction", "runner/shuffle_batch_join/busy",
+        "runner/shuffle_batch_join/waiting_for_input",
+        "runner/shuffle_batch_join/waiting_for_room", "runner/input_producer/busy",
+        "queue/shuffle_batch_join/fill", "queue/input_producer/fill"}) {
+    INFO(tag);
+    CHECK(tags[tag] == range(37));
+  }
+}
+
 TEST_CASE("RS-7 example csv_pipeline: stopped after a checkpoint and run again with "
           "--restore, it trains what the unbroken run trains",
           "[RS-7][RS-8][examples]") {

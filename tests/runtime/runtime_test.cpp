@@ -109,6 +109,37 @@ TEST_CASE("a blocking client throws the op_error an answer names", "[runtime]") 
   caf::anon_send_exit(srv, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("TL-2 a thread's call meter is told of each blocking call, failed ones too",
+          "[runtime][TL-2]") {
+  struct recording_meter : detail::call_meter {
+    std::vector<std::string> seen;
+    void begin(caf::atom_value op, caf::actor_id dest) noexcept override {
+      seen.push_back("begin " + caf::to_string(op) + " " + std::to_string(dest));
+    }
+    void answered(caf::atom_value op, const element&) noexcept override {
+      seen.push_back("answered " + caf::to_string(op));
+    }
+    void end() noexcept override { seen.push_back("end"); }
+  };
+  quern::config cfg;
+  quern::actor_system sys{cfg};
+  auto srv = sys.spawn([](caf::event_based_actor* self) { return server(self); });
+  blocking_client client{sys};
+  client.call<int32_t>(srv, echo_atom::value, 1); // no meter: nothing is told
+  recording_meter m;
+  detail::call_meter::current() = &m;
+  client.call<int32_t>(srv, echo_atom::value, 2);
+  CHECK_THROWS_AS(client.call<int32_t>(srv, fail_atom::value), out_of_range_error);
+  // Another thread has no meter.
+  std::thread{[&] { client.call<int32_t>(srv, echo_atom::value, 3); }}.join();
+  detail::call_meter::current() = nullptr;
+  client.call<int32_t>(srv, echo_atom::value, 4);
+  auto id = std::to_string(srv.id());
+  CHECK(m.seen ==
+        std::vector<std::string>{"begin echo " + id, "end", "begin fail " + id, "end"});
+  caf::anon_send_exit(srv, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("the command line says how a program goes on", "[runtime]") {
   std::string err;
   CHECK_FALSE(parse({"prog"}, err).has_value());

@@ -21,6 +21,8 @@
 
 namespace quern::detail {
 
+class worker_meter; // worker_meter.hpp
+
 /// What one run emitted, in order: runs of single rows (one streamed push
 /// each) and whole batches (one push_batch each, kept intact: no per-row
 /// work in the queue).
@@ -144,6 +146,8 @@ public:
   void on_complete(std::function<void()> f) { on_complete_ = std::move(f); }
   void on_settled(std::function<void()> f) { on_settled_ = std::move(f); }
   void on_pull(std::function<void(const queue_actor&)> f) { on_pull_ = std::move(f); }
+  /// Where the run's waits for its dequeues are told (none: not measured).
+  void set_meter(worker_meter* m) noexcept { meter_ = m; }
 
   // -- the worker's side ----------------------------------------------------------------
 
@@ -235,6 +239,7 @@ private:
   void settle_if_abandoned();
 
   caf::event_based_actor* self_ = nullptr;
+  worker_meter* meter_ = nullptr;
   uint64_t index_ = 0;
   state state_ = state::running;
   run_output out_;

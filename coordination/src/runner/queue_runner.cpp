@@ -109,6 +109,9 @@ struct queue_runner::impl {
   queue_runner_options opts;
   std::string name;
   bool with_coordinator = false;
+  /// Its workers' figures (docs/input.md, "Where the pipeline waits").
+  std::shared_ptr<detail::runner_meters> meters =
+      std::make_shared<detail::runner_meters>(true);
 
   /// The last start (none before the first).
   std::shared_ptr<const started_run> last;
@@ -215,8 +218,10 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
   auto stop = std::make_shared<std::atomic<bool>>(false);
   auto outcome = std::make_shared<runner_outcome>();
   d.with_coordinator = static_cast<bool>(coord);
+  d.meters->restart();
   runner_config cfg{d.queue, d.ops, d.opts,  d.name,
-                    coord,   stop,  outcome, std::make_shared<detail::pause_hooks>()};
+                    coord,   stop,  outcome, std::make_shared<detail::pause_hooks>(),
+                    d.meters};
   auto runner = detail::spawn_runner(sys, std::move(cfg));
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
   // A new start: exceptions_raised starts empty (QR-9).
@@ -277,7 +282,7 @@ bool queue_runner::run_enqueue_op(caf::actor_system& sys, size_t index) {
   auto w = detail::spawn_worker(
       sys, op,
       {d.queue, int32_t{1}, std::make_shared<std::atomic<bool>>(),
-       d.opts.queue_closed_codes, caf::actor{}, uint64_t{1}, name, nullptr});
+       d.opts.queue_closed_codes, caf::actor{}, uint64_t{1}, name, nullptr, nullptr});
   self->monitor(w);
   caf::error reason;
   self->receive([&](caf::down_msg& dm) { reason = dm.reason; });
@@ -312,6 +317,15 @@ std::vector<caf::error> queue_runner::exceptions_raised() const {
 int64_t queue_runner::rows_dropped() const {
   auto r = impl_->current();
   return r ? ask(*r).rows_dropped : 0;
+}
+
+void queue_runner::set_measured(bool on) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->meters->set_on(on);
+}
+
+std::shared_ptr<detail::runner_meters> queue_runner::meters() const {
+  return impl_->meters;
 }
 
 void queue_runner::stop() const {

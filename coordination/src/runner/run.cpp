@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "async_client.hpp"
+#include "worker_meter.hpp"
 
 namespace quern {
 
@@ -172,6 +173,8 @@ void async_client::take(const queue_actor& q, batch_cut cut, int32_t n,
   ++requests_pending_;
   if (std::find(asked_.begin(), asked_.end(), q) == asked_.end())
     asked_.push_back(q);
+  if (meter_)
+    meter_->waiting_for(q.id());
   auto on_answer = [this, q, f, batch = cut != batch_cut::any_size](element& e) mutable {
     if (answer_arrived(q, e, batch))
       guarded([&] { f(e); });
@@ -210,6 +213,8 @@ void async_client::pull(const queue_actor& q, int32_t n, bool as_rows,
   };
   if (on_pull_)
     on_pull_(q);
+  if (meter_)
+    meter_->waiting_for(q.id());
   pull_from_ = q;
   pull_pending_ = true;
   pull_as_rows_ = as_rows;
@@ -243,6 +248,10 @@ bool async_client::answer_arrived(const queue_actor& q, const element& e, bool i
     return false;
   }
   taken_.push_back(std::move(t));
+  if (meter_) {
+    meter_->to(activity::busy);
+    meter_->add_rows_in(is_batch ? e.batch_size() : 1);
+  }
   return true;
 }
 
@@ -253,6 +262,8 @@ bool async_client::answer_failed() {
     settle_if_abandoned();
     return false;
   }
+  if (meter_)
+    meter_->to(activity::busy);
   return true;
 }
 

@@ -268,11 +268,11 @@ caf::result<std::vector<caf::actor>> start_workers(runner_ptr self) {
   for (size_t i = 0; i < st.cfg.ops.size(); ++i) {
     auto& op = st.cfg.ops[i];
     auto name = op_name(st.cfg.name, st.cfg.ops, i);
-    auto w = spawn_monitored_worker(self, op,
-                                    {st.cfg.queue, st.cfg.opts.push_window, st.cfg.stop,
-                                     st.cfg.opts.queue_closed_codes,
-                                     caf::actor_cast<caf::actor>(self), uint64_t{0}, name,
-                                     st.cfg.hooks});
+    auto w = spawn_monitored_worker(
+        self, op,
+        {st.cfg.queue, st.cfg.opts.push_window, st.cfg.stop,
+         st.cfg.opts.queue_closed_codes, caf::actor_cast<caf::actor>(self), uint64_t{0},
+         name, st.cfg.hooks, st.cfg.meters ? st.cfg.meters->add(name) : nullptr});
     st.unreported.insert(w.id());
     exit_watch::track(self->system(), w, "worker '" + name + "'");
     st.live.emplace(w.id(), w);

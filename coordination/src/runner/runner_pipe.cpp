@@ -240,6 +240,12 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
     p.upstream.release(self, sources);
   }
   out.clear();
+  if (p.meter) {
+    p.meter->add_run();
+    // A full window: the next run waits for the queue's room.
+    p.meter->to(static_cast<int32_t>(p.pushes.size()) < p.window ? activity::idle
+                                                                 : activity::room);
+  }
   if (ended && !p.finish)
     p.finish = caf::error{};
   else if (!p.finish && p.max_runs > 0 && p.runs >= p.max_runs)
@@ -272,6 +278,11 @@ void on_pushed(caf::event_based_actor* self, push_pipe& p, int32_t stored,
     return; // not ours (cannot happen: one sender, one queue)
   auto rows = p.pushes.front();
   p.pushes.pop_front();
+  if (p.meter) {
+    p.meter->add_rows_out(stored);
+    if (p.meter->is(activity::room))
+      p.meter->to(activity::idle);
+  }
   auto& r = p.runs_in_flight.front();
   r.stored = stored;
   if (err)

@@ -119,6 +119,8 @@ struct push_pipe {
   /// starts until it is resumed.
   bool paused = false;
   pause_hooks_ptr hooks;
+  /// The worker's figures (none: not measured).
+  worker_meter_ptr meter;
   /// Pause requests answered once an abandoned run is owed nothing.
   std::vector<caf::typed_response_promise<bool>> pause_waiters;
 
@@ -149,6 +151,7 @@ void init_pipe(Self* self, push_pipe& p, worker_settings s) {
   p.max_runs = s.max_runs;
   p.name = std::move(s.name);
   p.hooks = std::move(s.hooks);
+  p.meter = std::move(s.meter);
   // A queue that is gone answers no push: the worker must not wait for it.
   self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {

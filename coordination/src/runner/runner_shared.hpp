@@ -11,6 +11,8 @@
 //   runner_workers.cpp  the async and the blocking worker
 //   runner_actor.cpp    the runner actor: starts, watches and stops workers
 //   queue_runner.cpp    the queue_runner handle
+//   worker_meter.*      where a worker's time goes (busy, waiting for input or
+//                       room), read by pipeline::telemetry
 
 #include <atomic>
 #include <condition_variable>
@@ -30,6 +32,7 @@
 #include "quern/queue_runner.hpp"
 
 #include "async_client.hpp"
+#include "worker_meter.hpp"
 
 namespace quern::detail {
 
@@ -119,6 +122,8 @@ struct worker_settings {
   std::string name;
   /// Where its blocking op registers what a checkpoint's pause calls.
   pause_hooks_ptr hooks;
+  /// Where it keeps its figures (none: not measured).
+  worker_meter_ptr meter;
 };
 
 /// Spawns the worker of `op`: an async op on CAF's scheduler, a blocking op
@@ -138,6 +143,8 @@ struct runner_config {
   stop_flag stop;
   std::shared_ptr<runner_outcome> outcome;
   pause_hooks_ptr hooks;
+  /// Its workers' meters (docs/input.md, "Where the pipeline waits").
+  std::shared_ptr<runner_meters> meters;
 };
 
 /// Spawns the runner actor (runner_actor.cpp).

@@ -34,6 +34,8 @@ void start_async_run(async_worker_ptr self) {
   if (!st.pipe.may_run() || (st.client.abandoned() && st.client.owed()))
     return;
   st.pipe.run_active = true;
+  if (st.pipe.meter)
+    st.pipe.meter->to(activity::busy);
   auto& c = st.client;
   c.reset(self, st.pipe.runs, st.pipe.stop.get());
   try {
@@ -83,6 +85,8 @@ caf::result<bool> async_pause(async_worker_ptr self, bool on) {
   auto& st = self->state;
   auto& p = st.pipe;
   p.paused = on;
+  if (p.meter)
+    p.meter->to(activity::idle);
   if (!on) {
     schedule_run(self, p);
     return true;
@@ -104,6 +108,8 @@ void async_run_completed(async_worker_ptr self) {
   st.pipe.run_active = false;
   ++st.pipe.runs;
   if (c.failed()) {
+    if (st.pipe.meter)
+      st.pipe.meter->to(activity::idle);
     // The run's sources go back: it produced nothing.
     auto sources = c.take_sources();
     give_back_all(self, sources);
@@ -148,6 +154,11 @@ void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& e
   auto& c = st.client;
   c.pull_answered();
   const bool rows = c.pulled_rows();
+  if (st.pipe.meter && !err && !xs.empty()) {
+    st.pipe.meter->to(activity::busy);
+    st.pipe.meter->add_rows_in(rows ? static_cast<int64_t>(xs.size())
+                                    : xs.front().batch_size());
+  }
   auto from = c.pull_from(); // the next pull may change it
   // Numbered as the queue's side counts them (every unit of every answer);
   // those not kept as the run's sources are done with once handled here.
@@ -186,6 +197,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
   auto& st = self->state;
   st.fn = std::move(fn);
   init_pipe(self, st.pipe, std::move(s));
+  st.client.set_meter(st.pipe.meter.get());
   st.client.on_complete([self] { async_run_completed(self); });
   st.client.on_settled([self] { async_settled(self); });
   st.client.on_pull(
@@ -227,6 +239,21 @@ struct blocking_worker_state {
 
 using blocking_worker_ptr = caf::stateful_actor<blocking_worker_state>*;
 
+/// The run's thread tells `m` of its blocking calls while the run lasts.
+class metered_run {
+public:
+  explicit metered_run(worker_meter* m) noexcept : prev_(call_meter::current()) {
+    if (m != nullptr)
+      call_meter::current() = m;
+  }
+  ~metered_run() { call_meter::current() = prev_; }
+  metered_run(const metered_run&) = delete;
+  metered_run& operator=(const metered_run&) = delete;
+
+private:
+  call_meter* prev_;
+};
+
 void start_blocking_run(blocking_worker_ptr self) {
   auto& st = self->state;
   st.pipe.run_scheduled = false;
@@ -239,11 +266,17 @@ void start_blocking_run(blocking_worker_ptr self) {
     return;
   auto& r = st.run;
   r.reset(st.pipe.runs++, st.pipe.stop.get(), st.pipe.hooks.get());
+  auto* meter = st.pipe.meter.get();
+  if (meter) // its blocking calls inside the run tell it how long they wait
+    meter->to(activity::busy);
   try {
     // Named in the exit report while it runs (quern::actor_system).
     exit_watch::in_run running{self->system(), st.pipe.name, r.index()};
+    metered_run metered{meter};
     st.fn(r.run()); // may block: this actor has its own thread
   } catch (...) {
+    if (meter)
+      meter->to(activity::idle);
     run_failed(self, st.pipe, error_from_exception(std::current_exception()));
     try_finish(self, st.pipe, false);
     return;
@@ -286,6 +319,8 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       [self](worker_pause_atom, bool on) {
         auto& p = self->state.pipe;
         p.paused = on;
+        if (p.meter)
+          p.meter->to(activity::idle);
         if (!on)
           schedule_run(self, p);
         return true;

@@ -6,6 +6,10 @@
 // input_summaries registry, and write(writer, step) asks every queue for its
 // size and logs every fraction at that step.
 //
+// add_telemetry(pipe) adds where the pipeline's time goes (docs/input.md,
+// "Where the pipeline waits"): write() then also writes pipe.telemetry() as
+// scalars and its verdict as a text summary, at most once per interval.
+//
 // write() and values() block their caller (they wait for the queues'
 // answers): call them from main() or a detached actor, never from an
 // event-based actor, and from one thread at a time.
@@ -19,9 +23,11 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/timespan.hpp>
 
 #include "quern/blocking_queue.hpp"
 #include "quern/interfaces.hpp"
+#include "quern/pipeline.hpp"
 #include "quern/summary/summary_writer.hpp"
 
 namespace quern {
@@ -64,8 +70,25 @@ public:
   std::vector<std::string> tags() const;
   /// Current (tag, value) pairs: asks every queue for its size.
   std::vector<std::pair<std::string, float>> values();
-  /// Logs values() as scalars at `step`.
+  /// Logs values() as scalars at `step`, and with add_telemetry, the
+  /// pipeline's telemetry when its interval has passed.
   void write(summary_writer& writer, int64_t step);
+
+  /// write() also writes `pipe`'s telemetry (TL-6): telemetry_values() as
+  /// scalars and the verdict as the text summary `pipeline/verdict`, at
+  /// most once per `every` of wall time (the first once `every` has passed
+  /// since this call; 0: at every write), so that a run of ten days costs
+  /// per hour what a run of ten seconds does. `pipe` must outlive the
+  /// writes; a second call replaces the first.
+  void add_telemetry(pipeline& pipe, caf::timespan every = std::chrono::seconds(10));
+  /// The scalars of a telemetry reading (TL-6), tags cleaned (IN-16):
+  /// `consumer/<queue>/wait_fraction`, `.../wait_seconds`, `.../steps_per_second`;
+  /// `runner/<name>/busy`, `.../waiting_for_input`, `.../waiting_for_room`,
+  /// `.../rows_per_second`; the same four per worker as
+  /// `worker/<runner>/<op>/...`; `queue/<name>/fill`, `.../enqueue_rate`,
+  /// `.../dequeue_rate`.
+  static std::vector<std::pair<std::string, float>>
+  telemetry_values(const pipeline_telemetry& t);
 
   /// TF's summary-tag cleaning (IN-16): characters other than letters,
   /// digits, `_ - / .` become `_`, leading `/` are removed.
@@ -83,6 +106,10 @@ private:
   mutable std::mutex mtx_;
   std::map<std::string, int> scopes_;
   std::vector<entry> entries_;
+  /// add_telemetry's pipeline, interval and the time of its last write.
+  pipeline* telemetry_ = nullptr;
+  caf::timespan telemetry_every_{0};
+  std::chrono::steady_clock::time_point telemetry_last_;
 };
 
 } // namespace quern

@@ -1,0 +1,99 @@
+#pragma once
+
+// Where a pipeline's time goes (docs/input.md, "Where the pipeline waits";
+// docs/semantics.md TL-1..TL-7): what pipeline::telemetry() returns. Every
+// share is of the span the figures cover (the time since the previous
+// telemetry() call, or since the pipeline was made).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace quern {
+
+/// One consumer of the pipeline (pipeline::make_consumer), over the span
+/// (TL-1).
+struct consumer_telemetry {
+  /// The queue it dequeues from (its name in a checkpoint).
+  std::string queue;
+  int64_t dequeues = 0;
+  int64_t rows = 0;
+  /// Time its dequeues were blocked (from the call to its return), and
+  /// the wall time of its steps (from the end of one dequeue to the end of
+  /// the next; the first from its start).
+  double wait_seconds = 0;
+  double step_seconds = 0;
+  /// wait_seconds / step_seconds: the share of the training loop's time
+  /// spent waiting for input (0 when it never waited).
+  double wait_fraction = 0;
+};
+
+/// One worker of a queue runner, over the span (TL-2).
+struct worker_telemetry {
+  /// `<runner>/<op>`.
+  std::string name;
+  /// Shares of the span: in its op (a blocking op's run, less the waits
+  /// below), waiting for an upstream queue's answer (an async op's
+  /// dequeues and pulls; a blocking op's dequeues through a blocking
+  /// handle), waiting for room (its pushes' window full, or a blocking
+  /// op's enqueues through a blocking handle). The rest is idle.
+  double busy = 0;
+  double waiting_for_input = 0;
+  double waiting_for_room = 0;
+  /// Rows its pushes stored per second.
+  double rows_per_second = 0;
+  int64_t runs = 0;
+  /// The upstream queue it last waited for (empty: none seen).
+  std::string input_queue;
+};
+
+/// One queue runner (a stage), over the span (TL-3).
+struct runner_telemetry {
+  std::string name;
+  /// The queue it feeds.
+  std::string queue;
+  /// The means of its workers' shares, and the rows per second of them
+  /// all.
+  double busy = 0;
+  double waiting_for_input = 0;
+  double waiting_for_room = 0;
+  double rows_per_second = 0;
+  /// Its upstream queue (its workers' input_queue when they agree; empty:
+  /// none seen).
+  std::string input_queue;
+  std::vector<worker_telemetry> workers;
+  /// With two workers or more: the one that stored the fewest rows per
+  /// second (empty with one worker).
+  std::string straggler;
+};
+
+/// One queue of the pipeline (fed by its runners or read by its
+/// consumers), over the span (TL-4).
+struct queue_telemetry {
+  std::string name;
+  int32_t size = 0;
+  int32_t capacity = 0;
+  /// size / capacity when asked (0 for an unbounded queue).
+  double fill = 0;
+  /// Rows its runners' pushes stored per second, and rows its consumers
+  /// and the pipeline's workers took per second (an async op's dequeues
+  /// and pulls, a blocking op's dequeues through a blocking handle).
+  double enqueue_rate = 0;
+  double dequeue_rate = 0;
+};
+
+/// What pipeline::telemetry() returns.
+struct pipeline_telemetry {
+  /// The span the figures cover, in seconds.
+  double span_seconds = 0;
+  std::vector<consumer_telemetry> consumers;
+  std::vector<runner_telemetry> runners;
+  std::vector<queue_telemetry> queues;
+  /// The stage that limits the pipeline (TL-5; empty: none, the pipeline
+  /// keeps up or nothing was consumed).
+  std::string limiting_stage;
+  /// The verdict as one line of text (TL-5, TL-6).
+  std::string verdict;
+};
+
+} // namespace quern

@@ -1,0 +1,290 @@
+// pipeline::telemetry (docs/input.md, "Where the pipeline waits";
+// docs/semantics.md TL-1..TL-6): the figures the consumers and the runners'
+// workers keep (runner/worker_meter.hpp), read over the span since the
+// previous call, and the verdict drawn from them.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <caf/scoped_actor.hpp>
+
+#include "pipeline_state.hpp"
+
+namespace quern {
+
+namespace {
+
+/// How long telemetry() waits for a queue's size and spec.
+constexpr auto ask_limit = std::chrono::seconds(5);
+
+struct queue_info {
+  std::string name;
+  int32_t size = 0;
+  int32_t capacity = 0;
+};
+
+/// The queue's name, size and capacity; a queue that does not answer
+/// within ask_limit is named by its actor id, size 0.
+queue_info ask_queue(caf::actor_system& sys, const queue_actor& q) {
+  queue_info info;
+  info.name = "queue #" + std::to_string(q.id());
+  caf::scoped_actor self{sys};
+  self->request(q, ask_limit, spec_atom::value)
+      .receive(
+          [&](queue_spec& s) {
+            info.name = checkpoint_name(s);
+            info.capacity = s.capacity;
+          },
+          [](caf::error&) {});
+  self->request(q, ask_limit, size_atom::value)
+      .receive([&](int32_t n) { info.size = n; }, [](caf::error&) {});
+  return info;
+}
+
+double share(int64_t ns, int64_t span) {
+  return span > 0 ? static_cast<double>(ns) / static_cast<double>(span) : 0.0;
+}
+
+std::string micros(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f us", seconds * 1e6);
+  return buf;
+}
+
+std::string percent(double x) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * x);
+  return buf;
+}
+
+/// The verdict (TL-5): the consumer that waited most; if it waited less
+/// than `kept_up` of its steps, the pipeline keeps up. Otherwise, from the
+/// queue it dequeues from, upstream: the stage feeding a queue is the limit
+/// unless its workers waited for input longer than they were busy and a
+/// runner of this pipeline feeds that input, which is then looked at. A
+/// stage that mostly waited for room kept its queue full: the stage below it
+/// is the limit, or, below the first, the consumer's waits are its
+/// dequeues' own cost.
+void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& queues) {
+  constexpr double kept_up = 0.10;
+  const consumer_telemetry* c = nullptr;
+  for (auto& x : t.consumers)
+    if (x.dequeues > 0 && (!c || x.wait_fraction > c->wait_fraction))
+      c = &x;
+  if (!c) {
+    t.verdict = "no consumer of the pipeline dequeued in the last " +
+                std::to_string(static_cast<int64_t>(std::lround(t.span_seconds))) + " s";
+    return;
+  }
+  auto fed =
+      "the pipeline fed the trainer " + percent(1.0 - c->wait_fraction) + " of the time";
+  auto feeding = [&](const std::string& q) {
+    const runner_telemetry* best = nullptr;
+    for (auto& r : t.runners)
+      if (r.queue == q && (!best || r.busy > best->busy))
+        best = &r;
+    return best;
+  };
+  if (c->wait_fraction < kept_up) {
+    t.verdict = fed + ": it keeps up";
+    if (auto r = feeding(c->queue); r && r->waiting_for_room > 0.5)
+      t.verdict += " (stage `" + r->name + "` waited for room " +
+                   percent(r->waiting_for_room) +
+                   " of its time: the trainer is the limit)";
+    return;
+  }
+  auto q = c->queue;
+  std::set<std::string> seen;
+  const runner_telemetry* below = nullptr;
+  for (;;) {
+    auto r = feeding(q);
+    if (!r) {
+      t.verdict = fed + "; when it did not, queue `" + q +
+                  "` was waiting for rows that no runner of this pipeline feeds";
+      return;
+    }
+    seen.insert(r->name);
+    if (r->waiting_for_room > r->busy && r->waiting_for_room > r->waiting_for_input) {
+      if (!below) {
+        t.verdict = fed + "; its dequeues took " + micros(c->wait_seconds / c->dequeues) +
+                    " each while stage `" + r->name + "` waited for room " +
+                    percent(r->waiting_for_room) +
+                    " of its time: the wait is the dequeues' own cost, no stage "
+                    "holds the trainer up";
+        return;
+      }
+      r = below; // the stage below could not take what this one made
+    } else {
+      below = r;
+    }
+    bool upstream = r->waiting_for_input > r->busy && !r->input_queue.empty() &&
+                    feeding(r->input_queue) && !seen.count(feeding(r->input_queue)->name);
+    if (upstream) {
+      q = r->input_queue;
+      continue;
+    }
+    t.limiting_stage = r->name;
+    t.verdict = fed + "; when it did not, stage `" + r->name + "` was busy " +
+                percent(r->busy) + " of its time";
+    if (r->waiting_for_input > 0.01)
+      t.verdict += " and waited for input " + percent(r->waiting_for_input);
+    if (auto in = queues.find(r->input_queue); in != queues.end())
+      t.verdict +=
+          ", its input queue `" + in->first + "` " + percent(in->second.fill) + " full";
+    if (!r->straggler.empty())
+      t.verdict += "; its slowest worker is `" + r->straggler + "`";
+    return;
+  }
+}
+
+/// What one reading of the figures works with: the span, the queues by
+/// actor id (asked once each) and their figures by name.
+struct reading {
+  explicit reading(caf::actor_system& s) : sys(s) {}
+  caf::actor_system& sys;
+  int64_t span = 1;
+  double seconds = 0;
+  std::map<caf::actor_id, queue_info> infos;
+  std::map<std::string, queue_telemetry> queues;
+
+  queue_info& info(const queue_actor& q) {
+    auto i = infos.find(q.id());
+    if (i == infos.end())
+      i = infos.emplace(q.id(), ask_queue(sys, q)).first;
+    return i->second;
+  }
+  std::string name_of(caf::actor_id id) const {
+    auto i = infos.find(id);
+    return id == 0 || i == infos.end() ? std::string{} : i->second.name;
+  }
+  double per_second(int64_t n) const { return static_cast<double>(n) / seconds; }
+};
+
+using worker_marks = std::map<detail::worker_meter_ptr, detail::worker_reading>;
+
+/// One worker's figures since `before` (TL-2); its rows taken count for
+/// its input queue's dequeue rate.
+worker_telemetry read_worker(reading& rd, const detail::worker_meter& m,
+                             const detail::worker_reading& before,
+                             const detail::worker_reading& now) {
+  using detail::activity;
+  auto d = [&](activity a) {
+    auto i = static_cast<size_t>(a);
+    return now.ns[i] - before.ns[i];
+  };
+  worker_telemetry w;
+  w.name = m.name();
+  w.busy = share(d(activity::busy), rd.span);
+  w.waiting_for_input = share(d(activity::input), rd.span);
+  w.waiting_for_room = share(d(activity::room), rd.span);
+  w.rows_per_second = rd.per_second(now.rows_out - before.rows_out);
+  w.runs = now.runs - before.runs;
+  w.input_queue = rd.name_of(now.input);
+  if (!w.input_queue.empty())
+    rd.queues[w.input_queue].dequeue_rate += rd.per_second(now.rows_in - before.rows_in);
+  return w;
+}
+
+/// One runner's figures (TL-3): its workers', their means and its straggler.
+runner_telemetry read_runner(reading& rd, const queue_runner& r, worker_marks& marks,
+                             worker_marks& next) {
+  runner_telemetry rt;
+  rt.name = r.name();
+  rt.queue = rd.info(r.queue()).name;
+  size_t slowest = 0;
+  std::set<std::string> inputs;
+  for (auto& m : r.meters()->workers()) {
+    auto now = m->read();
+    auto w = read_worker(rd, *m, marks[m], now);
+    next[m] = now;
+    if (!w.input_queue.empty())
+      inputs.insert(w.input_queue);
+    if (!rt.workers.empty() && w.rows_per_second < rt.workers[slowest].rows_per_second)
+      slowest = rt.workers.size();
+    rt.busy += w.busy;
+    rt.waiting_for_input += w.waiting_for_input;
+    rt.waiting_for_room += w.waiting_for_room;
+    rt.rows_per_second += w.rows_per_second;
+    rt.workers.push_back(std::move(w));
+  }
+  if (!rt.workers.empty()) {
+    auto n = static_cast<double>(rt.workers.size());
+    rt.busy /= n;
+    rt.waiting_for_input /= n;
+    rt.waiting_for_room /= n;
+  }
+  if (inputs.size() == 1)
+    rt.input_queue = *inputs.begin();
+  if (rt.workers.size() > 1)
+    rt.straggler = rt.workers[slowest].name;
+  rd.queues[rt.queue].enqueue_rate += rt.rows_per_second;
+  return rt;
+}
+
+/// One consumer's figures (TL-1).
+consumer_telemetry read_consumer(reading& rd, const detail::consumer_meter& m,
+                                 detail::consumer_meter::reading& before) {
+  auto now = m.read();
+  consumer_telemetry c;
+  c.queue = rd.info(m.queue()).name;
+  c.dequeues = now.dequeues - before.dequeues;
+  c.rows = now.rows - before.rows;
+  c.wait_seconds = static_cast<double>(now.wait_ns - before.wait_ns) * 1e-9;
+  c.step_seconds = static_cast<double>(now.wall_ns - before.wall_ns) * 1e-9;
+  c.wait_fraction = c.step_seconds > 0 ? c.wait_seconds / c.step_seconds : 0.0;
+  before = now;
+  rd.queues[c.queue].dequeue_rate += rd.per_second(c.rows);
+  return c;
+}
+
+} // namespace
+
+pipeline_telemetry pipeline::telemetry() {
+  auto& st = *state_;
+  std::vector<queue_runner> runners;
+  std::vector<std::shared_ptr<detail::consumer_meter>> consumers;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    runners = st.runners;
+    consumers = st.consumer_meters;
+  }
+  reading rd{sys_};
+  for (auto& r : runners)
+    rd.info(r.queue());
+  for (auto& c : consumers)
+    rd.info(c->queue());
+  for (auto& [id, qi] : rd.infos) {
+    auto& q = rd.queues[qi.name];
+    q.name = qi.name;
+    q.size = qi.size;
+    q.capacity = qi.capacity;
+    q.fill = qi.capacity > 0 ? static_cast<double>(qi.size) / qi.capacity : 0.0;
+  }
+  pipeline_telemetry t;
+  std::lock_guard<std::mutex> guard{st.telemetry_mtx};
+  auto now = detail::steady_ns();
+  rd.span = std::max<int64_t>(now - st.telemetry_mark, 1);
+  rd.seconds = static_cast<double>(rd.span) * 1e-9;
+  st.telemetry_mark = now;
+  t.span_seconds = rd.seconds;
+  worker_marks next; // the meters of old starts are dropped
+  for (auto& r : runners)
+    t.runners.push_back(read_runner(rd, r, st.worker_marks, next));
+  st.worker_marks = std::move(next);
+  for (auto& m : consumers)
+    t.consumers.push_back(read_consumer(rd, *m, st.consumer_marks[m]));
+  for (auto& kv : rd.queues)
+    t.queues.push_back(kv.second);
+  if (!st.opts.telemetry) {
+    t.verdict = "telemetry is off (pipeline_options::telemetry)";
+    return t;
+  }
+  judge(t, rd.queues);
+  return t;
+}
+
+} // namespace quern

@@ -1,0 +1,242 @@
+// Where the pipeline waits (docs/input.md; docs/semantics.md TL-1..TL-7): a
+// three-stage pipeline made slow on purpose at each stage in turn, and at its
+// consumer. The assertions are orderings with large margins (one stage
+// sleeps or spins 20 ms per run, the others do next to nothing), never
+// timings.
+
+#include "helpers.hpp"
+
+#include <chrono>
+#include <thread>
+
+using namespace std::chrono_literals;
+using namespace quern;
+using namespace quern::test;
+
+namespace {
+
+struct slowness {
+  std::chrono::milliseconds produce{0};
+  std::chrono::milliseconds decode{0};
+  std::chrono::milliseconds batch{0};
+  std::chrono::milliseconds consumer{0};
+  /// A second decode worker, `decode/slow`, that sleeps 20 ms per run (a
+  /// straggler).
+  bool straggler = false;
+};
+
+/// Busy for `d` without yielding the thread (an async op must not block:
+/// this is what a slow computation looks like to it).
+void spin(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+/// produce (blocking: 8 rows per run) -> `raw` -> decode (blocking: a
+/// dequeue_up_to(8) through a blocking handle) -> `decoded` -> batch (async:
+/// dequeue_many(8)) -> `batches` -> the consumer.
+struct slow_pipeline {
+  caf::actor_system& sys;
+  queue_actor raw;
+  queue_actor decoded;
+  queue_actor batches;
+  pipeline pipe;
+
+  slow_pipeline(caf::actor_system& s, slowness slow, pipeline_options opts = {})
+      : sys(s), raw(spawn_fifo_queue(s, 16, {dtype::int64}, {tensor_shape{}}, "raw")),
+        decoded(spawn_fifo_queue(s, 32, {dtype::int64}, {tensor_shape{}}, "decoded")),
+        batches(spawn_fifo_queue(s, 4, {dtype::int64}, {}, "batches")), pipe(s, opts) {
+    auto produce = blocking_op(
+        [slow](blocking_run& run) {
+          std::this_thread::sleep_for(slow.produce);
+          for (int64_t i = 0; i < 8; ++i)
+            run.emit(int_element(i));
+        },
+        "produce");
+    pipe.add_queue_runner(queue_runner{raw, {produce}, named("produce")});
+    auto decode_op = [this](std::chrono::milliseconds d, std::string name) {
+      auto q = raw;
+      auto* system = &sys;
+      return blocking_op(
+          [q, system, d](blocking_run& run) {
+            blocking_queue in{*system, q};
+            auto rows = in.dequeue_up_to(8);
+            std::this_thread::sleep_for(d);
+            run.emit_many(std::move(rows));
+          },
+          std::move(name));
+    };
+    std::vector<enqueue_op> decoders{decode_op(slow.decode, "fast")};
+    if (slow.straggler)
+      decoders.push_back(decode_op(20ms, "slow"));
+    pipe.add_queue_runner(queue_runner{decoded, decoders, named("decode")});
+    auto from = decoded;
+    auto batch = async_op(
+        [from, slow](async_run& run) {
+          run.dequeue_many(from, 8, [&run, slow](element& b) {
+            spin(slow.batch);
+            run.emit(std::move(b));
+            run.done();
+          });
+        },
+        "batch");
+    pipe.add_queue_runner(queue_runner{batches, {batch}, named("batch")});
+  }
+
+  static queue_runner_options named(std::string name) {
+    queue_runner_options o;
+    o.name = std::move(name);
+    return o;
+  }
+
+  /// Starts the runners, trains `warm` steps, reads the telemetry once (its
+  /// span then starts after the start-up), trains `steps` more and returns
+  /// what the pipeline says of them.
+  pipeline_telemetry run(std::chrono::milliseconds consumer_work, int steps = 40,
+                         int warm = 5) {
+    pipe.start_queue_runners();
+    auto in = pipe.make_consumer(batches);
+    for (int i = 0; i < warm; ++i) {
+      in.dequeue();
+      std::this_thread::sleep_for(consumer_work);
+    }
+    pipe.telemetry();
+    for (int i = 0; i < steps; ++i) {
+      in.dequeue();
+      std::this_thread::sleep_for(consumer_work);
+    }
+    return pipe.telemetry();
+  }
+};
+
+const runner_telemetry& runner_named(const pipeline_telemetry& t, const std::string& n) {
+  for (auto& r : t.runners)
+    if (r.name == n)
+      return r;
+  FAIL("no runner " << n);
+  throw std::logic_error("unreachable");
+}
+
+/// The stage whose busy share is the largest.
+std::string busiest(const pipeline_telemetry& t) {
+  const runner_telemetry* best = nullptr;
+  for (auto& r : t.runners)
+    if (!best || r.busy > best->busy)
+      best = &r;
+  return best ? best->name : std::string{};
+}
+
+void check_limited_by(const pipeline_telemetry& t, const std::string& stage) {
+  INFO(t.verdict);
+  REQUIRE(t.consumers.size() == 1);
+  CHECK(t.consumers[0].queue == "batches");
+  CHECK(t.consumers[0].dequeues == 40);
+  // The consumer does nothing but dequeue: it waits most of each step.
+  CHECK(t.consumers[0].wait_fraction > 0.5);
+  CHECK(busiest(t) == stage);
+  CHECK(t.limiting_stage == stage);
+  CHECK(t.verdict.find("stage `" + stage + "`") != std::string::npos);
+  CHECK(t.verdict.find("the pipeline fed the trainer") == 0);
+}
+
+} // namespace
+
+TEST_CASE("TL-5 a slow producer op is the limiting stage, found upstream of waiting "
+          "stages",
+          "[TL-5][TL-2][TL-1]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.produce = 20ms;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  check_limited_by(t, "produce");
+  // decode's dequeues through its blocking handle are its waits for input
+  // (TL-2), longer than it is busy; it names the queue it waits for.
+  auto& decode = runner_named(t, "decode");
+  CHECK(decode.waiting_for_input > decode.busy);
+  CHECK(decode.input_queue == "raw");
+  CHECK(runner_named(t, "batch").input_queue == "decoded");
+}
+
+TEST_CASE("TL-5 a slow decode op is the limiting stage", "[TL-5][TL-2]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.decode = 20ms;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  check_limited_by(t, "decode");
+  // Its input queue is full, its producer waits for room.
+  auto& produce = runner_named(t, "produce");
+  CHECK(produce.waiting_for_room > produce.busy);
+  CHECK(t.verdict.find("input queue `raw`") != std::string::npos);
+}
+
+TEST_CASE("TL-5 a slow async batching stage is the limiting stage", "[TL-5][TL-2]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.batch = 20ms;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  check_limited_by(t, "batch");
+  auto& batch = runner_named(t, "batch");
+  CHECK(batch.busy > batch.waiting_for_input);
+}
+
+TEST_CASE("TL-5 a slow consumer: the pipeline keeps up, its exposed wait is near 0",
+          "[TL-5][TL-1][TL-2][TL-4]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slow_pipeline p{sys, slowness{}};
+  auto t = p.run(20ms);
+  INFO(t.verdict);
+  REQUIRE(t.consumers.size() == 1);
+  CHECK(t.consumers[0].wait_fraction < 0.1);
+  CHECK(t.limiting_stage.empty());
+  CHECK(t.verdict.find("keeps up") != std::string::npos);
+  // Every stage waits for room: the trainer is the limit.
+  for (auto& r : t.runners) {
+    INFO(r.name);
+    CHECK(r.waiting_for_room > r.busy);
+  }
+  CHECK(t.verdict.find("the trainer is the limit") != std::string::npos);
+  // The queues are reported with their fill and rates (TL-4).
+  REQUIRE(t.queues.size() == 3);
+  for (auto& q : t.queues) {
+    INFO(q.name);
+    CHECK(q.capacity > 0);
+    CHECK(q.enqueue_rate > 0);
+    CHECK(q.dequeue_rate > 0);
+  }
+}
+
+TEST_CASE("TL-3 the straggler of a stage is the worker that stores the fewest rows",
+          "[TL-3]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.straggler = true;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  auto& decode = runner_named(t, "decode");
+  REQUIRE(decode.workers.size() == 2);
+  CHECK(decode.straggler == "decode/slow");
+  CHECK(runner_named(t, "produce").straggler.empty());
+}
+
+TEST_CASE("TL-7 with telemetry off nothing is measured", "[TL-7]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  pipeline_options opts;
+  opts.telemetry = false;
+  slow_pipeline p{sys, slowness{}, opts};
+  auto t = p.run(0ms, 10, 1);
+  CHECK(t.consumers.empty());
+  for (auto& r : t.runners)
+    CHECK(r.workers.empty());
+  CHECK(t.limiting_stage.empty());
+  CHECK(t.verdict.find("telemetry is off") != std::string::npos);
+}
