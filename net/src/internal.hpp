@@ -68,6 +68,37 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
 /// TLS, the plain middleman's otherwise.
 caf::io::middleman_actor transport(caf::actor_system& sys);
 
+// -- the front door (door.cpp) ------------------------------------------------------
+
+/// What a node's door admits (serve_options says each).
+struct door_limits {
+  size_t max_pending = 256;
+  std::chrono::milliseconds handshake_timeout{10000};
+  size_t max_message_bytes = size_t{64} << 20;
+};
+
+/// quern's middleman actor of `sys` (plain TCP): CAF's BASP broker behind
+/// quern's listening sockets and connections (door.cpp says what it bounds).
+caf::io::middleman_actor door_transport(caf::actor_system& sys);
+
+/// Publishes `node` on host:port through the door (CAF's publish, the
+/// door's listening socket).
+caf::expected<uint16_t> door_publish(caf::actor_system& sys, const node_actor& node,
+                                     uint16_t port, const std::string& host, bool reuse);
+
+/// The limits of the door of `sys` from now on.
+void set_door_limits(caf::actor_system& sys, const door_limits& x);
+
+/// How many accepted connections of `sys` have not finished their handshake.
+size_t pending_handshakes(caf::actor_system& sys);
+
+/// Why the door refused the connection to `where` (host:port) a connect
+/// made, once; empty if it did not.
+std::string door_refusal(caf::actor_system& sys, const std::string& where);
+
+/// Raises this process's soft limit of file descriptors to its hard limit.
+void raise_descriptor_limit();
+
 // -- the serving side (remote_node.cpp, remote_facade.cpp) ---------------------------
 
 /// Exits sent by peers are ignored; an exit from this process ends the actor.

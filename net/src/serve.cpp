@@ -149,6 +149,17 @@ void check_serve_options(caf::actor_system& sys, const serve_options& opts) {
                                      "' is an invalid handle");
     }
   };
+  if (opts.max_pending_handshakes == 0)
+    throw invalid_argument_error(
+        "quern::serve: serve_options::max_pending_handshakes must be at least 1");
+  if (opts.handshake_timeout <= std::chrono::milliseconds{0})
+    throw invalid_argument_error(
+        "quern::serve: serve_options::handshake_timeout must be positive, got " +
+        std::to_string(opts.handshake_timeout.count()) + " ms");
+  if (opts.max_message_bytes < 1024)
+    throw invalid_argument_error(
+        "quern::serve: serve_options::max_message_bytes must be at least 1024, got " +
+        std::to_string(opts.max_message_bytes));
   check(opts.queues, "queue");
   check(opts.writers, "summary writer");
 }
@@ -164,14 +175,20 @@ server serve(caf::actor_system& sys, serve_options opts) {
     ids.push_back(opts.coordinator->id());
   for (auto& kv : opts.writers)
     ids.push_back(kv.second->id());
+  // Every connection costs a descriptor: the hard limit, not the soft one
+  // (often 1024), bounds what the node can hold.
+  raise_descriptor_limit();
+  if (!uses_tls(sys))
+    set_door_limits(sys, {opts.max_pending_handshakes, opts.handshake_timeout,
+                          opts.max_message_bytes});
   auto facades = std::make_shared<facade_set>();
   auto node = spawn_node(
       sys, {std::move(opts.queues), std::move(opts.coordinator), std::move(opts.writers)},
       facades);
-  auto port = uses_tls(sys) ? caf::openssl::publish(node, opts.port, opts.host.c_str(),
-                                                    opts.reuse_address)
-                            : sys.middleman().publish(node, opts.port, opts.host.c_str(),
-                                                      opts.reuse_address);
+  auto port =
+      uses_tls(sys)
+          ? caf::openssl::publish(node, opts.port, opts.host.c_str(), opts.reuse_address)
+          : door_publish(sys, node, opts.port, opts.host, opts.reuse_address);
   if (!port) {
     facades->end_node(node);
     // CAF says only that the socket could not be made: say why when it can

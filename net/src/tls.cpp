@@ -250,8 +250,7 @@ bool uses_tls(const caf::actor_system& sys) {
 }
 
 caf::io::middleman_actor transport(caf::actor_system& sys) {
-  return uses_tls(sys) ? sys.openssl_manager().actor_handle()
-                       : sys.middleman().actor_handle();
+  return uses_tls(sys) ? sys.openssl_manager().actor_handle() : door_transport(sys);
 }
 
 // The same OpenSSL calls as CAF's session makes for each connection
