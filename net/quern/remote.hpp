@@ -232,6 +232,12 @@ struct connect_options {
   /// node fails with unavailable_error. connect() refuses a status outside
   /// 0..255 with invalid_argument_error (exit statuses are one byte).
   int exit_status_on_loss = 0;
+  /// A message from the node (its BASP header's claim) larger than this
+  /// ends the connection before anything is allocated; connect() then fails
+  /// with failed_precondition_error (not a quern node). Set it as large as
+  /// the node's serve_options::max_message_bytes when batches are larger.
+  /// The first connect to a node sets it for the process's connection there.
+  size_t max_message_bytes = size_t{64} << 20;
 };
 
 /// A connection to a node: hands out its exported queues as queue_actors

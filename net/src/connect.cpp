@@ -290,6 +290,11 @@ remote_node connect(caf::actor_system& sys, const std::string& address,
                                  std::to_string(opts.exit_status_on_loss));
   if (uses_tls(sys))
     check_tls_files(sys.config(), "quern::connect to " + address);
+  if (opts.max_message_bytes < 1024)
+    throw invalid_argument_error("quern::connect to " + address +
+                                 ": max_message_bytes must be at least 1024, got " +
+                                 std::to_string(opts.max_message_bytes));
+  door_expect(sys, host + ":" + std::to_string(port), opts.max_message_bytes);
   auto deadline = steady::now() + opts.timeout;
   auto published = caf_connect(sys, address, host, port, opts.timeout, deadline);
   if (!published.ptr)

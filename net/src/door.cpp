@@ -19,10 +19,12 @@
 #include "internal.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <iostream>
@@ -43,6 +45,9 @@
 #include <caf/io/scribe.hpp>
 #include <caf/policy/tcp.hpp>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 namespace quern::remote_detail {
 
 namespace {
@@ -62,7 +67,8 @@ void say(const std::string& line) {
 // that closes those past their deadline.
 class door_state {
 public:
-  door_state() : spare_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+  explicit door_state(std::shared_ptr<SSL_CTX> tls)
+      : tls(std::move(tls)), spare_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
     sweeper_ = std::thread{[this] { sweep_loop(); }};
   }
 
@@ -82,9 +88,16 @@ public:
     return limits_;
   }
 
+  // From now on; the bound on pending connections is at most half the
+  // descriptor limit, so that idle connections never take every descriptor.
   void set_limits(const door_limits& x) {
+    rlimit lim{};
+    size_t half = x.max_pending;
+    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+      half = std::max<size_t>(1, static_cast<size_t>(lim.rlim_cur) / 2);
     std::lock_guard<std::mutex> guard{mtx_};
     limits_ = x;
+    max_pending_ = std::min(x.max_pending, half);
   }
 
   // A connection just accepted on `port`: pending from now on. Closes the
@@ -93,14 +106,14 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     auto id = ++last_id_;
     pending_.emplace(id, entry{fd, port, steady::now()});
-    while (pending_.size() > limits_.max_pending) {
+    while (pending_.size() > max_pending_) {
       auto oldest = pending_.begin();
       say("the node on port " + std::to_string(oldest->second.port) +
-          " closes a connection "
-          "that has not finished its handshake after " +
+          " closes a connection that has not finished its handshake after " +
           seconds_text(age(oldest->second)) + ": more than " +
-          std::to_string(limits_.max_pending) +
-          " connections are waiting for theirs (serve_options::max_pending_handshakes)");
+          std::to_string(max_pending_) +
+          " connections are waiting for theirs (serve_options::max_pending_handshakes, "
+          "at most half the descriptor limit)");
       ::shutdown(oldest->second.fd, SHUT_RDWR);
       pending_.erase(oldest);
     }
@@ -147,6 +160,18 @@ public:
     refusals_[where] = std::move(why);
   }
 
+  // The bound of the next connection to `where` (connect_options).
+  void expect(const std::string& where, size_t max_message_bytes) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    outgoing_max_[where] = max_message_bytes;
+  }
+
+  size_t outgoing_max(const std::string& where) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto i = outgoing_max_.find(where);
+    return i == outgoing_max_.end() ? door_limits{}.max_message_bytes : i->second;
+  }
+
   std::string take_refusal(const std::string& where) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto i = refusals_.find(where);
@@ -156,6 +181,10 @@ public:
     refusals_.erase(i);
     return why;
   }
+
+  /// The TLS context every connection shares (certificate, key and CA
+  /// loaded once); null without TLS.
+  const std::shared_ptr<SSL_CTX> tls;
 
 private:
   struct entry {
@@ -190,9 +219,11 @@ private:
   std::condition_variable cv_;
   bool stopping_ = false;
   door_limits limits_;
+  size_t max_pending_ = limits_.max_pending;
   uint64_t last_id_ = 0;
   std::map<uint64_t, entry> pending_; // by id: oldest first
   std::map<std::string, std::string> refusals_;
+  std::map<std::string, size_t> outgoing_max_;
   native_socket spare_;
   steady::time_point last_refusal_log_;
   std::thread sweeper_;
@@ -200,26 +231,134 @@ private:
 
 namespace {
 
-// CAF's TCP calls, except that a connection refused by its scribe reads as
-// closed.
+// OpenSSL writes to a socket with write(): a peer gone raises SIGPIPE,
+// which is blocked around each call and the pending one dropped after (as
+// CAF's openssl session does).
+class sigpipe_blocked {
+public:
+  sigpipe_blocked() {
+    sigemptyset(&mask_);
+    sigaddset(&mask_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &mask_, &saved_);
+  }
+  ~sigpipe_blocked() {
+    timespec zero{};
+    sigtimedwait(&mask_, nullptr, &zero);
+    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  sigpipe_blocked(const sigpipe_blocked&) = delete;
+  sigpipe_blocked& operator=(const sigpipe_blocked&) = delete;
+
+private:
+  sigset_t mask_;
+  sigset_t saved_;
+};
+
+// The TLS state of one connection (ssl null: plain TCP): the calls of CAF's
+// openssl session, over the door's shared context.
+struct tls_link {
+  SSL* ssl = nullptr;
+  bool connecting = false;
+  bool accepting = false;
+
+  tls_link() = default;
+  tls_link(const tls_link&) = delete;
+  tls_link& operator=(const tls_link&) = delete;
+  ~tls_link() {
+    if (ssl != nullptr)
+      SSL_free(ssl);
+  }
+
+  static bool may_go_on(SSL* ssl, int ret) {
+    auto err = SSL_get_error(ssl, ret);
+    return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+  }
+
+  // Starts the handshake on `fd`; false if it failed at once.
+  bool start(native_socket fd, bool accept) {
+    sigpipe_blocked guard;
+    SSL_set_fd(ssl, fd);
+    if (accept)
+      SSL_set_accept_state(ssl);
+    else
+      SSL_set_connect_state(ssl);
+    auto ret = accept ? SSL_accept(ssl) : SSL_connect(ssl);
+    if (ret == 1)
+      return true;
+    (accept ? accepting : connecting) = true;
+    return may_go_on(ssl, ret);
+  }
+
+  template <class F>
+  rw_state some(F f, size_t& result, void* buf, size_t len, bool writing) {
+    sigpipe_blocked guard;
+    result = 0;
+    auto step = [&](int ret) {
+      switch (SSL_get_error(ssl, ret)) {
+      case SSL_ERROR_WANT_READ:
+        return len == 0 && writing ? rw_state::indeterminate : rw_state::success;
+      case SSL_ERROR_WANT_WRITE:
+        return rw_state::success;
+      default:
+        ERR_clear_error();
+        return rw_state::failure;
+      }
+    };
+    if (connecting) {
+      auto ret = SSL_connect(ssl);
+      if (ret != 1)
+        return step(ret);
+      connecting = false;
+    }
+    if (accepting) {
+      auto ret = SSL_accept(ssl);
+      if (ret != 1)
+        return step(ret);
+      accepting = false;
+    }
+    if (len == 0)
+      return rw_state::indeterminate;
+    auto ret = f(ssl, buf, static_cast<int>(len));
+    if (ret > 0) {
+      result = static_cast<size_t>(ret);
+      return rw_state::success;
+    }
+    if (may_go_on(ssl, ret))
+      return rw_state::success;
+    ERR_clear_error();
+    return rw_state::failure;
+  }
+};
+
+// CAF's TCP calls, or its TLS calls over the door's context, except that a
+// connection refused by its scribe reads as closed.
 struct door_policy {
-  explicit door_policy(const bool* refused) : refused(refused) {}
+  door_policy(const bool* refused, tls_link* tls) : refused(refused), tls(tls) {}
 
   rw_state read_some(size_t& result, native_socket fd, void* buf, size_t len) {
     if (*refused) {
       result = 0;
       return rw_state::failure;
     }
-    return caf::policy::tcp::read_some(result, fd, buf, len);
+    if (tls->ssl == nullptr)
+      return caf::policy::tcp::read_some(result, fd, buf, len);
+    return tls->some([](SSL* s, void* b, int n) { return SSL_read(s, b, n); }, result,
+                     buf, len, false);
   }
 
   rw_state write_some(size_t& result, native_socket fd, const void* buf, size_t len) {
-    return caf::policy::tcp::write_some(result, fd, buf, len);
+    if (tls->ssl == nullptr)
+      return caf::policy::tcp::write_some(result, fd, buf, len);
+    return tls->some([](SSL* s, void* b, int n) { return SSL_write(s, b, n); }, result,
+                     const_cast<void*>(buf), len, true);
   }
 
-  bool must_read_more(native_socket, size_t) { return false; }
+  bool must_read_more(native_socket, size_t threshold) {
+    return tls->ssl != nullptr && static_cast<size_t>(SSL_pending(tls->ssl)) >= threshold;
+  }
 
   const bool* refused;
+  tls_link* tls;
 };
 
 // A connection: CAF's scribe_impl, plus the bound on what a BASP header may
@@ -232,7 +371,15 @@ public:
               std::string where)
       : caf::io::scribe(caf::io::network::conn_hdl_from_socket(fd)),
         door_(std::move(door)), id_(id), outgoing_(id == 0), where_(std::move(where)),
-        max_(door_->limits().max_message_bytes), stream_(mpx, fd, &refused_) {}
+        max_(outgoing_ ? door_->outgoing_max(where_) : door_->limits().max_message_bytes),
+        stream_(mpx, fd, &refused_, &tls_) {
+    if (door_->tls) {
+      tls_.ssl = SSL_new(door_->tls.get());
+      // A connection whose TLS cannot start reads as closed.
+      if (tls_.ssl == nullptr || !tls_.start(fd, !outgoing_))
+        refused_ = true;
+    }
+  }
 
   ~door_scribe() override {
     if (id_ != 0)
@@ -284,6 +431,9 @@ private:
   void launch() {
     launched_ = true;
     stream_.start(this);
+    // TLS: a write event lets the handshake go on (CAF's openssl scribe).
+    if (tls_.ssl != nullptr)
+      stream_.force_empty_write(this);
   }
 
   // Closes the connection before anything is allocated: the next read
@@ -309,6 +459,7 @@ private:
   bool refused_ = false;
   bool consumed_ = false;
   bool launched_ = false;
+  tls_link tls_;
   caf::io::network::stream_impl<door_policy> stream_;
 };
 
@@ -435,7 +586,8 @@ door_of_system door_of(caf::actor_system& sys) {
     if (auto st = door_states[&sys].lock())
       return {caf::actor_cast<caf::io::middleman_actor>(h), st};
   }
-  auto st = std::make_shared<door_state>();
+  auto st = std::make_shared<door_state>(
+      uses_tls(sys) ? tls_context(sys.config(), "quern's TLS") : nullptr);
   auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   auto h = sys.spawn<door_middleman, caf::detached + caf::hidden>(broker, st);
   reg.put(door_atom::value, caf::actor_cast<caf::strong_actor_ptr>(h));
@@ -471,6 +623,11 @@ void set_door_limits(caf::actor_system& sys, const door_limits& x) {
 
 size_t pending_handshakes(caf::actor_system& sys) {
   return door_of(sys).state->pending();
+}
+
+void door_expect(caf::actor_system& sys, const std::string& where,
+                 size_t max_message_bytes) {
+  door_of(sys).state->expect(where, max_message_bytes);
 }
 
 std::string door_refusal(caf::actor_system& sys, const std::string& where) {

@@ -25,6 +25,8 @@
 #include "quern/error.hpp"
 #include "quern/remote.hpp"
 
+struct ssl_ctx_st; // OpenSSL's SSL_CTX
+
 namespace quern::remote_detail {
 
 using steady = std::chrono::steady_clock;
@@ -64,8 +66,14 @@ bool uses_tls(const caf::actor_system& sys);
 /// (anonymous TLS) naming `what` (`quern::serve on 0.0.0.0:0`) and the file.
 void check_tls_files(const caf::actor_system_config& cfg, const std::string& what);
 
-/// The middleman actor serve and connect talk to: the openssl manager's with
-/// TLS, the plain middleman's otherwise.
+/// The context of quern's TLS connections, loaded once from the files of
+/// `cfg` after the checks of check_tls_files (which throws as it does):
+/// mutual authentication, as CAF's openssl module.
+std::shared_ptr<ssl_ctx_st> tls_context(const caf::actor_system_config& cfg,
+                                        const std::string& what);
+
+/// The middleman actor serve and connect talk to: the door's (door.cpp),
+/// with TLS or without.
 caf::io::middleman_actor transport(caf::actor_system& sys);
 
 // -- the front door (door.cpp) ------------------------------------------------------
@@ -91,6 +99,11 @@ void set_door_limits(caf::actor_system& sys, const door_limits& x);
 
 /// How many accepted connections of `sys` have not finished their handshake.
 size_t pending_handshakes(caf::actor_system& sys);
+
+/// The bound on what a message from `where` (host:port) may claim, for the
+/// next connection to it (connect_options::max_message_bytes).
+void door_expect(caf::actor_system& sys, const std::string& where,
+                 size_t max_message_bytes);
 
 /// Why the door refused the connection to `where` (host:port) a connect
 /// made, once; empty if it did not.

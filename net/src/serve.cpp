@@ -7,7 +7,6 @@
 #include <caf/actor_registry.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/network/multiplexer.hpp>
-#include <caf/openssl/publish.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "quern/actor_system.hpp"
@@ -178,17 +177,14 @@ server serve(caf::actor_system& sys, serve_options opts) {
   // Every connection costs a descriptor: the hard limit, not the soft one
   // (often 1024), bounds what the node can hold.
   raise_descriptor_limit();
-  if (!uses_tls(sys))
-    set_door_limits(sys, {opts.max_pending_handshakes, opts.handshake_timeout,
-                          opts.max_message_bytes});
+  set_door_limits(
+      sys, {opts.max_pending_handshakes, opts.handshake_timeout, opts.max_message_bytes});
   auto facades = std::make_shared<facade_set>();
   auto node = spawn_node(
       sys, {std::move(opts.queues), std::move(opts.coordinator), std::move(opts.writers)},
       facades);
-  auto port =
-      uses_tls(sys)
-          ? caf::openssl::publish(node, opts.port, opts.host.c_str(), opts.reuse_address)
-          : door_publish(sys, node, opts.port, opts.host, opts.reuse_address);
+  // Through quern's door, with TLS or without (door.cpp).
+  auto port = door_publish(sys, node, opts.port, opts.host, opts.reuse_address);
   if (!port) {
     facades->end_node(node);
     // CAF says only that the socket could not be made: say why when it can
