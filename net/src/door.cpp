@@ -1,25 +1,25 @@
-// The front door of a node (plain TCP): quern's own middleman actor, whose
-// listening socket, accepted connections and outgoing connections are
-// quern's, inside CAF's I/O loop. CAF 0.17.6's own (its middleman actor's
-// open and connect) accepts without a bound, keeps a connection that never
+// The front door of a node (plain TCP or TLS): quern's own middleman actor,
+// whose listening sockets and connections are quern's, in CAF's I/O loop.
+// CAF 0.17.6's own accepts without a bound, keeps a connection that never
 // finishes the BASP handshake for good, allocates whatever payload a BASP
-// header claims before a byte of it arrives, and retries accept() at once
-// when no descriptor is left (a core spinning). Here:
-// - the descriptor limit is raised to the hard limit when a node serves;
+// header claims before a byte of it arrives, retries accept() at once when
+// no descriptor is left (a core spinning), and its TLS reads the
+// certificate file for each connection (aborting when none is left). Here:
 // - a connection is "pending" from its accept until it delivered one whole
 //   BASP message (the peer's handshake); at most door_limits::max_pending
-//   are, the oldest is closed for a new one, and none longer than
-//   door_limits::handshake_timeout (a line on stderr says which, why);
-// - a BASP header claiming more than door_limits::max_message_bytes is
-//   refused before anything is allocated: the connection is closed (a node
-//   logs it, a connect fails with "not a quern node");
+//   (and half the descriptor limit) are, the oldest is closed for a new
+//   one, and none longer than door_limits::handshake_timeout (a line on
+//   stderr each time);
+// - a BASP header claiming more than max_message_bytes closes its
+//   connection before anything is allocated (a node logs it, a connect
+//   fails with "not a quern node");
 // - with no descriptor left, a connection is accepted on a spare descriptor
-//   and closed at once, instead of being retried without end.
+//   and closed at once; TLS uses one context, loaded once (door_io.hpp).
 // The BASP broker behind (the protocol, the routing) is CAF's, unchanged.
+#include "door_io.hpp"
 #include "internal.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,10 +43,6 @@
 #include <caf/io/network/native_socket.hpp>
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/io/scribe.hpp>
-#include <caf/policy/tcp.hpp>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 namespace quern::remote_detail {
 
@@ -231,135 +227,8 @@ private:
 
 namespace {
 
-// OpenSSL writes to a socket with write(): a peer gone raises SIGPIPE,
-// which is blocked around each call and the pending one dropped after (as
-// CAF's openssl session does).
-class sigpipe_blocked {
-public:
-  sigpipe_blocked() {
-    sigemptyset(&mask_);
-    sigaddset(&mask_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &mask_, &saved_);
-  }
-  ~sigpipe_blocked() {
-    timespec zero{};
-    sigtimedwait(&mask_, nullptr, &zero);
-    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-  sigpipe_blocked(const sigpipe_blocked&) = delete;
-  sigpipe_blocked& operator=(const sigpipe_blocked&) = delete;
-
-private:
-  sigset_t mask_;
-  sigset_t saved_;
-};
-
-// The TLS state of one connection (ssl null: plain TCP): the calls of CAF's
-// openssl session, over the door's shared context.
-struct tls_link {
-  SSL* ssl = nullptr;
-  bool connecting = false;
-  bool accepting = false;
-
-  tls_link() = default;
-  tls_link(const tls_link&) = delete;
-  tls_link& operator=(const tls_link&) = delete;
-  ~tls_link() {
-    if (ssl != nullptr)
-      SSL_free(ssl);
-  }
-
-  static bool may_go_on(SSL* ssl, int ret) {
-    auto err = SSL_get_error(ssl, ret);
-    return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
-  }
-
-  // Starts the handshake on `fd`; false if it failed at once.
-  bool start(native_socket fd, bool accept) {
-    sigpipe_blocked guard;
-    SSL_set_fd(ssl, fd);
-    if (accept)
-      SSL_set_accept_state(ssl);
-    else
-      SSL_set_connect_state(ssl);
-    auto ret = accept ? SSL_accept(ssl) : SSL_connect(ssl);
-    if (ret == 1)
-      return true;
-    (accept ? accepting : connecting) = true;
-    return may_go_on(ssl, ret);
-  }
-
-  template <class F>
-  rw_state some(F f, size_t& result, void* buf, size_t len, bool writing) {
-    sigpipe_blocked guard;
-    result = 0;
-    auto step = [&](int ret) {
-      switch (SSL_get_error(ssl, ret)) {
-      case SSL_ERROR_WANT_READ:
-        return len == 0 && writing ? rw_state::indeterminate : rw_state::success;
-      case SSL_ERROR_WANT_WRITE:
-        return rw_state::success;
-      default:
-        ERR_clear_error();
-        return rw_state::failure;
-      }
-    };
-    if (connecting) {
-      auto ret = SSL_connect(ssl);
-      if (ret != 1)
-        return step(ret);
-      connecting = false;
-    }
-    if (accepting) {
-      auto ret = SSL_accept(ssl);
-      if (ret != 1)
-        return step(ret);
-      accepting = false;
-    }
-    if (len == 0)
-      return rw_state::indeterminate;
-    auto ret = f(ssl, buf, static_cast<int>(len));
-    if (ret > 0) {
-      result = static_cast<size_t>(ret);
-      return rw_state::success;
-    }
-    if (may_go_on(ssl, ret))
-      return rw_state::success;
-    ERR_clear_error();
-    return rw_state::failure;
-  }
-};
-
-// CAF's TCP calls, or its TLS calls over the door's context, except that a
-// connection refused by its scribe reads as closed.
-struct door_policy {
-  door_policy(const bool* refused, tls_link* tls) : refused(refused), tls(tls) {}
-
-  rw_state read_some(size_t& result, native_socket fd, void* buf, size_t len) {
-    if (*refused) {
-      result = 0;
-      return rw_state::failure;
-    }
-    if (tls->ssl == nullptr)
-      return caf::policy::tcp::read_some(result, fd, buf, len);
-    return tls->some([](SSL* s, void* b, int n) { return SSL_read(s, b, n); }, result,
-                     buf, len, false);
-  }
-
-  rw_state write_some(size_t& result, native_socket fd, const void* buf, size_t len) {
-    if (tls->ssl == nullptr)
-      return caf::policy::tcp::write_some(result, fd, buf, len);
-    return tls->some([](SSL* s, void* b, int n) { return SSL_write(s, b, n); }, result,
-                     const_cast<void*>(buf), len, true);
-  }
-
-  bool must_read_more(native_socket, size_t threshold) {
-    return tls->ssl != nullptr && static_cast<size_t>(SSL_pending(tls->ssl)) >= threshold;
-  }
-
-  const bool* refused;
-  tls_link* tls;
-};
+using door_io::door_policy;
+using door_io::tls_link;
 
 // A connection: CAF's scribe_impl, plus the bound on what a BASP header may
 // claim and the end of its pending time. `id` 0: an outgoing connection
@@ -463,31 +332,13 @@ private:
   caf::io::network::stream_impl<door_policy> stream_;
 };
 
-// CAF's accept, except that no descriptor left closes the connection
-// (door_state::refuse_one) instead of leaving it for the next round.
-struct door_accept_policy {
-  door_accept_policy(std::shared_ptr<door_state> door, uint16_t port)
-      : door(std::move(door)), port(port) {}
-
-  bool try_accept(native_socket& result, native_socket listener) {
-    result = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (result >= 0)
-      return true;
-    if (errno == EMFILE || errno == ENFILE)
-      door->refuse_one(listener, port);
-    result = caf::io::network::invalid_native_socket;
-    return true;
-  }
-
-  std::shared_ptr<door_state> door;
-  uint16_t port;
-};
-
 class door_doorman : public caf::io::doorman {
 public:
   door_doorman(mpx_t& mpx, native_socket fd, std::shared_ptr<door_state> door)
       : caf::io::doorman(caf::io::network::accept_hdl_from_socket(fd)), door_(door),
-        acceptor_(mpx, fd, door, local_port(fd)) {}
+        acceptor_(mpx, fd, [door, port = local_port(fd)](native_socket listener) {
+          door->refuse_one(listener, port);
+        }) {}
 
   bool new_connection() override {
     if (detached())
@@ -527,7 +378,7 @@ private:
   }
 
   std::shared_ptr<door_state> door_;
-  caf::io::network::acceptor_impl<door_accept_policy> acceptor_;
+  caf::io::network::acceptor_impl<door_io::door_accept_policy> acceptor_;
 };
 
 // CAF's middleman actor (the same messages, the same BASP broker), whose
