@@ -5,6 +5,7 @@
 // header claims before a byte of it arrives, retries accept() at once when
 // no descriptor is left (a core spinning), and its TLS reads the
 // certificate file for each connection (aborting when none is left). Here:
+// - serve raised the descriptor limit to the hard one (serve.cpp);
 // - a connection is "pending" from its accept until it delivered one whole
 //   BASP message (the peer's handshake); at most door_limits::max_pending
 //   (and half the descriptor limit) are, the oldest is closed for a new
@@ -104,12 +105,12 @@ public:
     pending_.emplace(id, entry{fd, port, steady::now()});
     while (pending_.size() > max_pending_) {
       auto oldest = pending_.begin();
-      say("the node on port " + std::to_string(oldest->second.port) +
-          " closes a connection that has not finished its handshake after " +
-          seconds_text(age(oldest->second)) + ": more than " +
-          std::to_string(max_pending_) +
-          " connections are waiting for theirs (serve_options::max_pending_handshakes, "
-          "at most half the descriptor limit)");
+      tell("the node on port " + std::to_string(oldest->second.port) +
+           " closes a connection that has not finished its handshake after " +
+           seconds_text(age(oldest->second)) + ": more than " +
+           std::to_string(max_pending_) +
+           " connections are waiting for theirs (serve_options::max_pending_handshakes, "
+           "at most half the descriptor limit)");
       ::shutdown(oldest->second.fd, SHUT_RDWR);
       pending_.erase(oldest);
     }
@@ -120,11 +121,6 @@ public:
   void forget(uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     pending_.erase(id);
-  }
-
-  size_t pending() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return pending_.size();
   }
 
   // accept() found no descriptor left: takes the connection on the spare
@@ -189,6 +185,21 @@ private:
     steady::time_point since;
   };
 
+  // Says `line` (a connection closed), at most once a second: the lines
+  // an attacker could make are counted in the next one. Under mtx_.
+  void tell(const std::string& line) {
+    auto now = steady::now();
+    if (now - last_told_ < std::chrono::seconds{1}) {
+      ++untold_;
+      return;
+    }
+    say(untold_ == 0 ? line
+                     : line + " (and " + std::to_string(untold_) +
+                           " other connections closed since the last such line)");
+    untold_ = 0;
+    last_told_ = now;
+  }
+
   static std::chrono::milliseconds age(const entry& e) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - e.since);
   }
@@ -201,10 +212,10 @@ private:
       for (auto i = pending_.begin(); i != pending_.end();) {
         if (now - i->second.since < limits_.handshake_timeout)
           break; // the rest are younger
-        say("the node on port " + std::to_string(i->second.port) +
-            " closes a connection that has not finished its handshake within " +
-            seconds_text(limits_.handshake_timeout) +
-            " (serve_options::handshake_timeout)");
+        tell("the node on port " + std::to_string(i->second.port) +
+             " closes a connection that has not finished its handshake within " +
+             seconds_text(limits_.handshake_timeout) +
+             " (serve_options::handshake_timeout)");
         ::shutdown(i->second.fd, SHUT_RDWR);
         i = pending_.erase(i);
       }
@@ -222,6 +233,8 @@ private:
   std::map<std::string, size_t> outgoing_max_;
   native_socket spare_;
   steady::time_point last_refusal_log_;
+  steady::time_point last_told_;
+  size_t untold_ = 0;
   std::thread sweeper_;
 };
 
@@ -472,10 +485,6 @@ void set_door_limits(caf::actor_system& sys, const door_limits& x) {
   door_of(sys).state->set_limits(x);
 }
 
-size_t pending_handshakes(caf::actor_system& sys) {
-  return door_of(sys).state->pending();
-}
-
 void door_expect(caf::actor_system& sys, const std::string& where,
                  size_t max_message_bytes) {
   door_of(sys).state->expect(where, max_message_bytes);
@@ -483,14 +492,6 @@ void door_expect(caf::actor_system& sys, const std::string& where,
 
 std::string door_refusal(caf::actor_system& sys, const std::string& where) {
   return door_of(sys).state->take_refusal(where);
-}
-
-void raise_descriptor_limit() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max)
-    return;
-  lim.rlim_cur = lim.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &lim); // best effort: the soft limit stays otherwise
 }
 
 } // namespace quern::remote_detail

@@ -97,9 +97,6 @@ caf::expected<uint16_t> door_publish(caf::actor_system& sys, const node_actor& n
 /// The limits of the door of `sys` from now on.
 void set_door_limits(caf::actor_system& sys, const door_limits& x);
 
-/// How many accepted connections of `sys` have not finished their handshake.
-size_t pending_handshakes(caf::actor_system& sys);
-
 /// The bound on what a message from `where` (host:port) may claim, for the
 /// next connection to it (connect_options::max_message_bytes).
 void door_expect(caf::actor_system& sys, const std::string& where,
@@ -108,9 +105,6 @@ void door_expect(caf::actor_system& sys, const std::string& where,
 /// Why the door refused the connection to `where` (host:port) a connect
 /// made, once; empty if it did not.
 std::string door_refusal(caf::actor_system& sys, const std::string& where);
-
-/// Raises this process's soft limit of file descriptors to its hard limit.
-void raise_descriptor_limit();
 
 // -- the serving side (remote_node.cpp, remote_facade.cpp) ---------------------------
 

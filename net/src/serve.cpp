@@ -1,6 +1,8 @@
 // quern::serve and quern::server (quern/remote.hpp).
 #include "internal.hpp"
 
+#include <sys/resource.h>
+
 #include <future>
 #include <thread>
 
@@ -121,6 +123,16 @@ void server::stop() {
 }
 
 namespace {
+
+// Raises this process's soft limit of file descriptors to its hard limit
+// (best effort: the soft limit stays otherwise).
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max)
+    return;
+  lim.rlim_cur = lim.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &lim);
+}
 
 void check_serve_options(caf::actor_system& sys, const serve_options& opts) {
   require_middleman(sys, "quern::serve");
