@@ -156,6 +156,17 @@ struct serve_options {
   /// The summary writers peers may feed (remote_node::writer), by name: a
   /// writer's actor, e.g. `quern::summary_writer::actor()`.
   std::map<std::string, summary_writer_actor> writers;
+  /// At most this many accepted connections may wait for their handshake at
+  /// once (without TLS); the oldest is closed for a new one, with a line on
+  /// stderr. Shared by every node of the process (the last serve sets it).
+  size_t max_pending_handshakes = 256;
+  /// A connection that has not finished its handshake this long after its
+  /// accept is closed, with a line on stderr (without TLS).
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds{10}};
+  /// A message (its BASP header's claim) larger than this closes its
+  /// connection before anything is allocated (without TLS; a connect
+  /// refuses it too, as not a quern node).
+  size_t max_message_bytes = size_t{64} << 20;
 };
 
 /// A node being served: listens until it is destroyed or stop() is called.
@@ -221,6 +232,12 @@ struct connect_options {
   /// node fails with unavailable_error. connect() refuses a status outside
   /// 0..255 with invalid_argument_error (exit statuses are one byte).
   int exit_status_on_loss = 0;
+  /// A message from the node (its BASP header's claim) larger than this
+  /// ends the connection before anything is allocated; connect() then fails
+  /// with failed_precondition_error (not a quern node). Set it as large as
+  /// the node's serve_options::max_message_bytes when batches are larger.
+  /// The first connect to a node sets it for the process's connection there.
+  size_t max_message_bytes = size_t{64} << 20;
 };
 
 /// A connection to a node: hands out its exported queues as queue_actors

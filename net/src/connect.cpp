@@ -175,6 +175,10 @@ published_node caf_connect(caf::actor_system& sys, const std::string& address,
             [&](caf::error& e) { err = std::move(e); });
     if (!err)
       return result;
+    // The door closed the connection: the port's answer claims a message
+    // no quern node sends.
+    if (auto why = door_refusal(sys, host + ":" + std::to_string(port)); !why.empty())
+      throw_op(failed_precondition_error(address + " is not a quern node: " + why));
     // CAF's TLS client makes its first handshake step at once: when the
     // peer's answer is already there and one side refuses the other's
     // certificate in it, CAF says cannot_connect_to_node, as for a closed
@@ -286,6 +290,11 @@ remote_node connect(caf::actor_system& sys, const std::string& address,
                                  std::to_string(opts.exit_status_on_loss));
   if (uses_tls(sys))
     check_tls_files(sys.config(), "quern::connect to " + address);
+  if (opts.max_message_bytes < 1024)
+    throw invalid_argument_error("quern::connect to " + address +
+                                 ": max_message_bytes must be at least 1024, got " +
+                                 std::to_string(opts.max_message_bytes));
+  door_expect(sys, host + ":" + std::to_string(port), opts.max_message_bytes);
   auto deadline = steady::now() + opts.timeout;
   auto published = caf_connect(sys, address, host, port, opts.timeout, deadline);
   if (!published.ptr)

@@ -25,6 +25,8 @@
 #include "quern/error.hpp"
 #include "quern/remote.hpp"
 
+struct ssl_ctx_st; // OpenSSL's SSL_CTX
+
 namespace quern::remote_detail {
 
 using steady = std::chrono::steady_clock;
@@ -64,9 +66,45 @@ bool uses_tls(const caf::actor_system& sys);
 /// (anonymous TLS) naming `what` (`quern::serve on 0.0.0.0:0`) and the file.
 void check_tls_files(const caf::actor_system_config& cfg, const std::string& what);
 
-/// The middleman actor serve and connect talk to: the openssl manager's with
-/// TLS, the plain middleman's otherwise.
+/// The context of quern's TLS connections, loaded once from the files of
+/// `cfg` after the checks of check_tls_files (which throws as it does):
+/// mutual authentication, as CAF's openssl module.
+std::shared_ptr<ssl_ctx_st> tls_context(const caf::actor_system_config& cfg,
+                                        const std::string& what);
+
+/// The middleman actor serve and connect talk to: the door's (door.cpp),
+/// with TLS or without.
 caf::io::middleman_actor transport(caf::actor_system& sys);
+
+// -- the front door (door.cpp) ------------------------------------------------------
+
+/// What a node's door admits (serve_options says each).
+struct door_limits {
+  size_t max_pending = 256;
+  std::chrono::milliseconds handshake_timeout{10000};
+  size_t max_message_bytes = size_t{64} << 20;
+};
+
+/// quern's middleman actor of `sys` (plain TCP): CAF's BASP broker behind
+/// quern's listening sockets and connections (door.cpp says what it bounds).
+caf::io::middleman_actor door_transport(caf::actor_system& sys);
+
+/// Publishes `node` on host:port through the door (CAF's publish, the
+/// door's listening socket).
+caf::expected<uint16_t> door_publish(caf::actor_system& sys, const node_actor& node,
+                                     uint16_t port, const std::string& host, bool reuse);
+
+/// The limits of the door of `sys` from now on.
+void set_door_limits(caf::actor_system& sys, const door_limits& x);
+
+/// The bound on what a message from `where` (host:port) may claim, for the
+/// next connection to it (connect_options::max_message_bytes).
+void door_expect(caf::actor_system& sys, const std::string& where,
+                 size_t max_message_bytes);
+
+/// Why the door refused the connection to `where` (host:port) a connect
+/// made, once; empty if it did not.
+std::string door_refusal(caf::actor_system& sys, const std::string& where);
 
 // -- the serving side (remote_node.cpp, remote_facade.cpp) ---------------------------
 

@@ -1,13 +1,14 @@
 // quern::serve and quern::server (quern/remote.hpp).
 #include "internal.hpp"
 
+#include <sys/resource.h>
+
 #include <future>
 #include <thread>
 
 #include <caf/actor_registry.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/network/multiplexer.hpp>
-#include <caf/openssl/publish.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "quern/actor_system.hpp"
@@ -123,6 +124,16 @@ void server::stop() {
 
 namespace {
 
+// Raises this process's soft limit of file descriptors to its hard limit
+// (best effort: the soft limit stays otherwise).
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max)
+    return;
+  lim.rlim_cur = lim.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &lim);
+}
+
 void check_serve_options(caf::actor_system& sys, const serve_options& opts) {
   require_middleman(sys, "quern::serve");
   auto tls = uses_tls(sys);
@@ -149,6 +160,17 @@ void check_serve_options(caf::actor_system& sys, const serve_options& opts) {
                                      "' is an invalid handle");
     }
   };
+  if (opts.max_pending_handshakes == 0)
+    throw invalid_argument_error(
+        "quern::serve: serve_options::max_pending_handshakes must be at least 1");
+  if (opts.handshake_timeout <= std::chrono::milliseconds{0})
+    throw invalid_argument_error(
+        "quern::serve: serve_options::handshake_timeout must be positive, got " +
+        std::to_string(opts.handshake_timeout.count()) + " ms");
+  if (opts.max_message_bytes < 1024)
+    throw invalid_argument_error(
+        "quern::serve: serve_options::max_message_bytes must be at least 1024, got " +
+        std::to_string(opts.max_message_bytes));
   check(opts.queues, "queue");
   check(opts.writers, "summary writer");
 }
@@ -164,14 +186,17 @@ server serve(caf::actor_system& sys, serve_options opts) {
     ids.push_back(opts.coordinator->id());
   for (auto& kv : opts.writers)
     ids.push_back(kv.second->id());
+  // Every connection costs a descriptor: the hard limit, not the soft one
+  // (often 1024), bounds what the node can hold.
+  raise_descriptor_limit();
+  set_door_limits(
+      sys, {opts.max_pending_handshakes, opts.handshake_timeout, opts.max_message_bytes});
   auto facades = std::make_shared<facade_set>();
   auto node = spawn_node(
       sys, {std::move(opts.queues), std::move(opts.coordinator), std::move(opts.writers)},
       facades);
-  auto port = uses_tls(sys) ? caf::openssl::publish(node, opts.port, opts.host.c_str(),
-                                                    opts.reuse_address)
-                            : sys.middleman().publish(node, opts.port, opts.host.c_str(),
-                                                      opts.reuse_address);
+  // Through quern's door, with TLS or without (door.cpp).
+  auto port = door_publish(sys, node, opts.port, opts.host, opts.reuse_address);
   if (!port) {
     facades->end_node(node);
     // CAF says only that the socket could not be made: say why when it can

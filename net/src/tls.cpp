@@ -250,8 +250,7 @@ bool uses_tls(const caf::actor_system& sys) {
 }
 
 caf::io::middleman_actor transport(caf::actor_system& sys) {
-  return uses_tls(sys) ? sys.openssl_manager().actor_handle()
-                       : sys.middleman().actor_handle();
+  return door_transport(sys);
 }
 
 // The same OpenSSL calls as CAF's session makes for each connection
@@ -259,6 +258,11 @@ caf::io::middleman_actor transport(caf::actor_system& sys) {
 // aborts the process (a server's bad certificate) or never answers (a
 // client's wrong passphrase), quern throws an error naming the file.
 void check_tls_files(const caf::actor_system_config& cfg, const std::string& what) {
+  tls_context(cfg, what);
+}
+
+std::shared_ptr<SSL_CTX> tls_context(const caf::actor_system_config& cfg,
+                                     const std::string& what) {
   require_complete(cfg, what);
   const auto& cert = cfg.openssl_certificate;
   const auto& key = cfg.openssl_key;
@@ -268,8 +272,7 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
   if (!cafile.empty())
     require_readable(what, "CA file", cafile);
   ERR_clear_error();
-  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx{SSL_CTX_new(TLS_method()),
-                                                   SSL_CTX_free};
+  std::shared_ptr<SSL_CTX> ctx{SSL_CTX_new(TLS_method()), SSL_CTX_free};
   if (!ctx)
     throw internal_error(what + ": OpenSSL cannot make a context: " + openssl_reason());
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert.c_str()) != 1)
@@ -286,6 +289,12 @@ void check_tls_files(const caf::actor_system_config& cfg, const std::string& wha
                                  "' (" + openssl_reason() + ")");
   if (!cafile.empty() && capath.empty())
     require_current_ca(ctx.get(), cafile, what);
+  // As CAF's openssl session (mutual authentication).
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                     nullptr);
+  if (SSL_CTX_set_cipher_list(ctx.get(), "HIGH:!aNULL:!MD5") != 1)
+    throw internal_error(what + ": OpenSSL refuses the cipher list: " + openssl_reason());
+  return ctx;
 }
 
 } // namespace remote_detail

@@ -492,3 +492,50 @@ TEST_CASE("distributed NET-14 a peer's kill reaches only what was made for it") 
   made.insert(4242);
   REQUIRE(std::multiset<int64_t>(vs.begin(), vs.end()) == made);
 }
+
+TEST_CASE("distributed NET-25 a TLS node under a descriptor limit outlives idle "
+          "connections, and a real client still gets through") {
+  scratch_dir dir;
+  make_pki(dir);
+  // 128 descriptors, soft and hard: the node cannot raise its limit. CAF
+  // 0.17.6's TLS session loaded the certificate file for each accepted
+  // connection and aborted the process when no descriptor was left.
+  auto port_file = dir.file("host.port");
+  auto args = plus({"/usr/bin/prlimit", "--nofile=128:128", node_binary,
+                    "--node.role=host", "--node.port-file=" + port_file},
+                   tls_args(tls_of(dir, "host", "ca", "secret")));
+  host_process host;
+  host.proc = std::make_unique<child>("host", args, dir, true);
+  REQUIRE(eventually(start_limit, [&] {
+    return std::filesystem::exists(port_file) || host.proc->wait(0ms).has_value();
+  }));
+  INFO(host.proc->report());
+  REQUIRE(std::filesystem::exists(port_file));
+  auto port = static_cast<uint16_t>(std::stoi(quern::test::read_file(port_file)));
+  host.address = "127.0.0.1:" + std::to_string(port);
+  // 400 connections that never send a byte, all held open.
+  std::vector<int> idle;
+  for (int i = 0; i < 400; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
+      idle.push_back(fd);
+    else
+      ::close(fd);
+  }
+  CHECK(idle.size() > 128);
+  auto producer = start_client(
+      dir, "producer", host.address,
+      plus({"--node.role=produce", "--node.api=enqueue", "--node.id=1", "--node.count=5"},
+           tls_args(tls_of(dir, "client", "ca"))));
+  require_exit(*producer, 0);
+  CHECK_FALSE(host.proc->wait(0ms).has_value()); // still serving
+  for (int fd : idle)
+    ::close(fd);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+  CHECK_FALSE(contains(quern::test::read_file(dir.file("host.stderr")), "terminate"));
+}
