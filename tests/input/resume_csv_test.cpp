@@ -141,8 +141,10 @@ TEST_CASE("RS-8 damaged bytes of the readers' part are refused, naming it", "[RS
     take(in, p.b, 3, ids);
     snap = p.pipe.snapshot(3);
   }
+  // The part holds a version and a count, then the work units in progress
+  // (none when the reader was between two files): cut short, it does not read.
   auto& readers = snap.parts.at("readers of input_producer");
-  CHECK(readers.size() > 9); // a work unit in progress
+  REQUIRE(readers.size() >= 9);
   {
     readers.resize(readers.size() - 3);
     csv_pipeline p{sys, paths, 2};
