@@ -130,7 +130,8 @@ TEST_CASE_METHOD(
     blocking_queue w{sys, a.actor()};
     w.enqueue_many(i64s({3, 4, 5}));
   }};
-  for (int i = 0; i < 200 && a.snapshot().waiting_rows() < 3; ++i)
+  // Until the other thread's enqueue waits (bounded: 20 s).
+  for (int i = 0; i < 4000 && a.snapshot().waiting_rows() < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   probe closer{sys, a.actor()};
   closer.close(false);
