@@ -13,6 +13,7 @@
 #include "quern/state_bytes.hpp"
 
 #include "csv_common.hpp"
+#include "readers/reader_files.hpp"
 
 namespace quern {
 
@@ -60,7 +61,7 @@ std::string save_group(reader_group& g) {
   state_writer out;
   out.write_u8(1).write_u64(work.size());
   for (auto& w : work)
-    out.write_string(w.work).write_u64(w.offset).write_i64(w.records);
+    detail::write_work_position(out, w);
   return out.take();
 }
 
@@ -72,13 +73,8 @@ void restore_group(reader_group& g, const std::string& bytes, const std::string&
                           ", this quern reads version 1");
   auto n = in.read_u64();
   std::deque<work_position> work;
-  for (uint64_t i = 0; i < n; ++i) {
-    work_position w;
-    w.work = in.read_string();
-    w.offset = in.read_u64();
-    w.records = in.read_i64();
-    work.push_back(std::move(w));
-  }
+  for (uint64_t i = 0; i < n; ++i)
+    work.push_back(detail::read_work_position(in));
   in.expect_end();
   std::lock_guard<std::mutex> guard{g.mtx};
   g.to_continue = std::move(work);

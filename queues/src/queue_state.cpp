@@ -10,13 +10,12 @@ namespace quern::detail {
 
 namespace {
 
-/// A run as a batch: a view of a batch's rows, or a single row stacked into
-/// a batch of one.
+/// A batched run as a batch: a view of its rows.
 element as_batch(const row_run& r) {
   element out;
   out.components.reserve(r.data.components.size());
   for (auto& t : r.data.components)
-    out.components.push_back(r.batched ? t.rows(r.begin, r.count) : tensor::stack({t}));
+    out.components.push_back(t.rows(r.begin, r.count));
   return out;
 }
 

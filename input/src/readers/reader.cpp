@@ -292,6 +292,21 @@ constexpr uint32_t reader_state_version = 1;
 
 } // namespace
 
+void detail::write_work_position(state_writer& w, const work_position& at) {
+  w.write_string(at.work).write_u64(at.offset).write_i64(at.records);
+}
+
+work_position detail::read_work_position(state_reader& r) {
+  work_position at;
+  at.work = r.read_string();
+  at.offset = r.read_u64();
+  auto records_at = r.offset();
+  at.records = r.read_i64();
+  if (at.records < 0)
+    r.fail("negative records " + std::to_string(at.records), records_at);
+  return at;
+}
+
 std::string reader::serialize_state() const {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   impl_->check_positionable("serialize_state");
@@ -302,7 +317,7 @@ std::string reader::serialize_state() const {
   auto at = impl_->position();
   w.write_u8(at ? 1 : 0);
   if (at)
-    w.write_string(at->work).write_u64(at->offset).write_i64(at->records);
+    detail::write_work_position(w, *at);
   return w.take();
 }
 
@@ -324,15 +339,8 @@ void reader::restore_state(std::string_view state) {
   if (has_unit > 1)
     r.fail("a unit flag of " + std::to_string(has_unit), has_unit_at);
   std::optional<work_position> at;
-  if (has_unit == 1) {
-    at.emplace();
-    at->work = r.read_string();
-    at->offset = r.read_u64();
-    auto records_at = r.offset();
-    at->records = r.read_i64();
-    if (at->records < 0)
-      r.fail("negative records " + std::to_string(at->records), records_at);
-  }
+  if (has_unit == 1)
+    at = detail::read_work_position(r);
   r.expect_end();
   if (kind != impl_->kind || options != impl_->options)
     throw invalid_argument_error("cannot restore the state of a " + kind + "(" + options +

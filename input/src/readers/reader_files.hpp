@@ -14,7 +14,19 @@
 
 #include <unistd.h>
 
+namespace quern {
+class state_reader;
+class state_writer;
+struct work_position;
+} // namespace quern
+
 namespace quern::detail {
+
+/// A work unit in progress as state bytes (reader::serialize_state and the
+/// csv_sources' checkpoint part): its name, offset and records produced;
+/// negative records are refused as data loss.
+void write_work_position(state_writer& w, const work_position& at);
+work_position read_work_position(state_reader& r);
 
 /// Throws TF's I/O error for `file`: `<file>; <strerror(err)>`, with the code
 /// of TF's errno mapping (ENOENT NOT_FOUND, EACCES PERMISSION_DENIED, ...).
