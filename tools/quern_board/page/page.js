@@ -715,6 +715,7 @@
   const WAIT_RE = /^consumer\/.+\/wait_fraction$/;
   const SHARE_COLORS = { busy: '#2ca02c', input: '#1f77b4', room: '#ff7f0e' };
   const SVG_NS = 'http://www.w3.org/2000/svg';
+  let arrowIds = 0;
 
   function inSpan(step) {
     return (state.pipeFrom === null || step >= state.pipeFrom) &&
@@ -823,7 +824,9 @@
     const svg = svgEl('svg', { width: Math.ceil(gr.width), height: Math.ceil(gr.height),
       class: 'pipeline-graph' });
     const defs = svgEl('defs', {});
-    const marker = svgEl('marker', { id: 'quern-arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
+    // One arrow head per drawing: ids must differ between the runs' views.
+    const arrow = 'quern-arrow-' + (++arrowIds);
+    const marker = svgEl('marker', { id: arrow, viewBox: '0 0 10 10', refX: 10, refY: 5,
       markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' });
     marker.appendChild(svgEl('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#777' }));
     defs.appendChild(marker);
@@ -836,7 +839,7 @@
       grp.dataset.fill = q.fill === null ? '' : String(q.fill);
       grp.appendChild(svgEl('path', { d: ed.points.map((p, i) => (i ? 'L' : 'M') + p.x + ' ' +
         p.y).join(' '), fill: 'none', stroke: '#777', 'stroke-width': 1.5,
-        'marker-end': 'url(#quern-arrow)' }));
+        'marker-end': 'url(#' + arrow + ')' }));
       const lw = ed.width, x = ed.x - lw / 2, y = ed.y - LABEL_H / 2;
       grp.appendChild(svgEl('rect', { x, y, width: lw, height: LABEL_H, rx: 3,
         fill: '#fff', stroke: '#bbb' }));
