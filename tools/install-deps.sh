@@ -11,6 +11,7 @@ set -euo pipefail
 
 # libjs-dygraphs: the charts quern-board embeds in its pages;
 # libjs-marked and node-dompurify: the markdown of text summaries on those pages, made safe;
+# node-dagre-layout: the layout of the pipeline view on those pages (dagre);
 # chromium-headless-shell and nodejs: the browser tests of those pages;
 # pkg-config: the test that builds a program against the installed quern.pc;
 # libconcurrentqueue-dev: moodycamel's queue, the peer in bench_queue_throughput;
@@ -21,8 +22,8 @@ set -euo pipefail
 # python3: the independent writer of the compressed files tests/input reads.
 packages=(g++ make cmake libcaf-dev catch2 libprotobuf-dev protobuf-compiler
           libboost-program-options-dev libjs-dygraphs libjs-marked node-dompurify
-          chromium-headless-shell nodejs pkg-config libconcurrentqueue-dev clang-tidy
-          libssl-dev openssl zlib1g-dev python3)
+          node-dagre-layout chromium-headless-shell nodejs pkg-config
+          libconcurrentqueue-dev clang-tidy libssl-dev openssl zlib1g-dev python3)
 case "${1:-}" in
 --fuzz) packages+=(clang libclang-rt-14-dev) ;;
 --peers) packages+=(python3-numpy) ;;

@@ -35,6 +35,18 @@ foreach(f ${QUERN_MARKED_DIR}/marked.min.js:libjs-marked
   endif()
 endforeach()
 
+# The pipeline view (docs/board.md) is laid out by dagre (Debian's
+# node-dagre-layout; its browser build bundles graphlib and lodash), embedded
+# the same way: the page draws the boxes and arrows where dagre puts them.
+set(QUERN_DAGRE_DIR /usr/share/nodejs/dagre/dist CACHE PATH
+    "Where Debian's node-dagre-layout package installs dagre.min.js")
+if(NOT EXISTS ${QUERN_DAGRE_DIR}/dagre.min.js)
+  message(FATAL_ERROR
+    "quern-board needs ${QUERN_DAGRE_DIR}/dagre.min.js from Debian's node-dagre-layout "
+    "package: install it with `apt-get install node-dagre-layout` "
+    "(tools/install-deps.sh does), or set QUERN_DAGRE_DIR")
+endif()
+
 set(quern_board_dir ${CMAKE_CURRENT_LIST_DIR}/quern_board)
 set(quern_board_embedded ${CMAKE_CURRENT_BINARY_DIR}/quern_board_embedded.cpp)
 set(quern_board_embed_inputs
@@ -42,6 +54,7 @@ set(quern_board_embed_inputs
     dygraph_css=${QUERN_DYGRAPHS_DIR}/dygraph.min.css
     marked_js=${QUERN_MARKED_DIR}/marked.min.js
     purify_js=${QUERN_DOMPURIFY_DIR}/purify.min.js
+    dagre_js=${QUERN_DAGRE_DIR}/dagre.min.js
     page_js=${quern_board_dir}/page/page.js
     page_css=${quern_board_dir}/page/page.css)
 # '|' separates the inputs: a ';' would not survive the command line.
@@ -52,9 +65,10 @@ add_custom_command(
           -DINPUTS=${quern_board_embed_inputs_arg} -P ${quern_board_dir}/embed.cmake
   DEPENDS ${quern_board_dir}/embed.cmake ${QUERN_DYGRAPHS_DIR}/dygraph.min.js
           ${QUERN_DYGRAPHS_DIR}/dygraph.min.css ${QUERN_MARKED_DIR}/marked.min.js
-          ${QUERN_DOMPURIFY_DIR}/purify.min.js ${quern_board_dir}/page/page.js
+          ${QUERN_DOMPURIFY_DIR}/purify.min.js ${QUERN_DAGRE_DIR}/dagre.min.js
+          ${quern_board_dir}/page/page.js
           ${quern_board_dir}/page/page.css
-  COMMENT "Embedding dygraphs, marked, DOMPurify and the quern-board page"
+  COMMENT "Embedding dygraphs, marked, DOMPurify, dagre and the quern-board page"
   VERBATIM)
 
 file(GLOB quern_board_sources CONFIGURE_DEPENDS ${quern_board_dir}/*.cpp)

@@ -107,6 +107,16 @@ void input_summaries::write(summary_writer& writer, int64_t step) {
   for (auto& [tag, value] : telemetry_values(t))
     writer.scalar(tag, value, step);
   writer.text("pipeline/verdict", t.verdict, step);
+  // The structure only when it changed (an input edge is known once a
+  // worker has waited for it), so that it costs nothing run after run.
+  auto graph = telemetry_graph(t);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (graph == telemetry_graph_)
+      return;
+    telemetry_graph_ = graph;
+  }
+  writer.text("pipeline/graph", graph, step);
 }
 
 void input_summaries::add_telemetry(pipeline& pipe, caf::timespan every) {
@@ -116,6 +126,7 @@ void input_summaries::add_telemetry(pipeline& pipe, caf::timespan every) {
   std::lock_guard<std::mutex> guard{mtx_};
   telemetry_ = &pipe;
   telemetry_every_ = every;
+  telemetry_graph_.clear();
   telemetry_last_ = std::chrono::steady_clock::now();
 }
 
@@ -141,6 +152,7 @@ input_summaries::telemetry_values(const pipeline_telemetry& t) {
   for (auto& r : t.runners) {
     stage("runner/" + r.name, r.busy, r.waiting_for_input, r.waiting_for_room,
           r.rows_per_second);
+    add("runner/" + r.name, "limiting", r.name == t.limiting_stage ? 1.0 : 0.0);
     for (auto& w : r.workers)
       stage("worker/" + w.name, w.busy, w.waiting_for_input, w.waiting_for_room,
             w.rows_per_second);
@@ -152,6 +164,62 @@ input_summaries::telemetry_values(const pipeline_telemetry& t) {
     add(p, "dequeue_rate", q.dequeue_rate);
   }
   return out;
+}
+
+namespace {
+
+/// `s` as a JSON string (quotes, backslashes and control characters
+/// escaped; other bytes as they are, UTF-8 passing through).
+std::string json_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? "," : "") + items[i];
+  return out + "]";
+}
+
+} // namespace
+
+std::string input_summaries::telemetry_graph(const pipeline_telemetry& t) {
+  std::vector<std::string> stages;
+  for (auto& r : t.runners) {
+    std::vector<std::string> workers;
+    for (auto& w : r.workers)
+      workers.push_back(json_quoted(w.name));
+    stages.push_back("{\"name\":" + json_quoted(r.name) +
+                     ",\"tag\":" + json_quoted(clean_tag("runner/" + r.name)) +
+                     ",\"input\":" + json_quoted(r.input_queue) + ",\"queue\":" +
+                     json_quoted(r.queue) + ",\"workers\":" + json_list(workers) + "}");
+  }
+  std::vector<std::string> queues;
+  for (auto& q : t.queues)
+    queues.push_back("{\"name\":" + json_quoted(q.name) +
+                     ",\"tag\":" + json_quoted(clean_tag("queue/" + q.name)) +
+                     ",\"capacity\":" + std::to_string(q.capacity) + "}");
+  std::vector<std::string> consumers;
+  for (auto& c : t.consumers)
+    consumers.push_back("{\"queue\":" + json_quoted(c.queue) + ",\"tag\":" +
+                        json_quoted(clean_tag("consumer/" + c.queue)) + "}");
+  return "{\"stages\":" + json_list(stages) + ",\"queues\":" + json_list(queues) +
+         ",\"consumers\":" + json_list(consumers) + "}";
 }
 
 void log_pipeline_settings(summary_writer& writer, const pipeline& pipe,

@@ -743,9 +743,95 @@ async function testHtml() {
       'summary\'s image is refused by the page\'s policy)', mdProblems);
 
     await checkHparamsPage(browser, out);
+
+    // The pipeline view of a run with telemetry (TB-3, TB-4).
+    const pipeDir = path.join(out, 'pipeline-logs');
+    const madeP = run(args.helper, ['pipeline', pipeDir]);
+    const hP = run(args.board, ['html', pipeDir, '-o', path.join(out, 'pipeline.html')]);
+    check(madeP.status === 0 && hP.status === 0, 'a page of a run with telemetry is written',
+      [madeP.err, hP.err]);
+    const purl = 'file://' + path.resolve(path.join(out, 'pipeline.html'));
+    const ppage = await browser.open(purl);
+    await checkPipelineView(ppage, 'html');
+    const spanned = await browser.open(purl + '#from=140&to=180');
+    const sp = await pipelineOf(spanned);
+    check(JSON.stringify(sp.span) === '[140,180]' && JSON.stringify(sp.stagesDrawn.filter(
+      (s) => s.limiting).map((s) => s.name)) === '["batch"]',
+    'TB-3 html: a span in the address is the view\'s span', sp);
+    await ppage.screenshot(path.join(out, 'pipeline.png'));
+    checkNoProblems(ppage, (u) => u === purl || u.startsWith('data:') || u.startsWith('blob:'),
+      'pipeline page');
   } finally {
     await browser.close();
   }
+}
+
+// -- the pipeline view (TB-3, TB-4) --
+
+// The pipeline view of a page over the helper's `pipeline` log directory
+// (run train: produce -> raw -> decode -> decoded -> batch -> batches -> the
+// trainer, decode limiting at steps 0..120, batch at 140..180; run plain:
+// no telemetry). Returns the page's selftest.
+async function pipelineOf(page) {
+  await page.eval('quern.flush()');
+  return (await page.eval('quern.selftest()')).pipeline;
+}
+
+async function checkPipelineView(page, label) {
+  let p = await pipelineOf(page);
+  const view = p.views.find((v) => v.run === 'train');
+  check(p.section && p.views.length === 1 && view && !view.error,
+    'TB-3 ' + label + ': the pipeline view is drawn for the run with telemetry only', p.views);
+  if (!view) return;
+  const drawn = p.stagesDrawn.map((s) => s.name).sort().join();
+  check(drawn === 'batch,decode,produce',
+    'TB-3 ' + label + ': its stages are the nodes of the graph', p.stagesDrawn);
+  // The queues are the edges: raw and decoded between stages, batches to
+  // the trainer.
+  const queues = p.queuesDrawn.map((q) => q.name).sort().join();
+  check(queues === 'batches,decoded,raw' && view.edges === 3,
+    'TB-3 ' + label + ': its queues are the edges, one each', [p.queuesDrawn, view.edges]);
+  // Over every step: decode is limiting in 7 of the 10 readings, and the
+  // shares are the means of the scalars written (TL-6, TL-9).
+  const limiting = p.stagesDrawn.filter((s) => s.limiting).map((s) => s.name);
+  check(JSON.stringify(limiting) === '["decode"]' && view.limiting === 'decode',
+    'TB-3 ' + label + ': the stage the verdicts named most is marked limiting', p.stagesDrawn);
+  const decode = p.stagesDrawn.find((s) => s.name === 'decode');
+  const want = Array.from({ length: 10 }, (_, i) => i < 7 ? Math.fround(0.95 - 0.001 * i) :
+    Math.fround(0.2)).reduce((a, b) => a + b, 0) / 10;
+  check(decode && Math.abs(Number(decode.busy) - want) < 1e-12,
+    'TB-3 ' + label + ': a stage\'s busy share is the mean of runner/<name>/busy over the ' +
+    'span', [decode, want]);
+  const raw = p.queuesDrawn.find((q) => q.name === 'raw');
+  check(raw && Math.abs(Number(raw.fill) - (7 * 1 + 3 * 0.75) / 10) < 1e-12,
+    'TB-3 ' + label + ': a queue\'s fill is the mean of queue/<name>/fill over the span', raw);
+  check(view.verdict && view.verdict.includes('stage `batch`'),
+    'TB-3 ' + label + ': the last verdict of the span is shown', view.verdict);
+  // The exposed wait beside the loss, at the top.
+  check(JSON.stringify(p.order) === JSON.stringify(['pipeline/graph', 'loss',
+    'consumer/batches/wait_fraction']),
+  'TB-4 ' + label + ': the exposed-wait chart is beside the loss, under the pipeline view',
+  p.order);
+  const wait = p.charts.find((c) => c.tag === 'consumer/batches/wait_fraction');
+  check(wait && wait.shown && wait.series.length === 1 && wait.series[0].points === 10 &&
+    (wait.pixels.train || 0) > 0,
+  'TB-4 ' + label + ': the exposed-wait chart draws the run\'s 10 readings', wait);
+  const loss = p.charts.find((c) => c.tag === 'loss');
+  check(loss && loss.shown && loss.series.length === 2,
+    'TB-4 ' + label + ': the loss beside it has every run', loss);
+  // A span of steps: from 140 on, batch limits (3 readings of 3).
+  await page.eval('(() => { const i = document.getElementById("pipe-from"); i.value = ' +
+    '"140"; i.dispatchEvent(new Event("change")); return true; })()');
+  p = await pipelineOf(page);
+  const late = p.stagesDrawn.filter((s) => s.limiting).map((s) => s.name);
+  const lateView = p.views[0] || {};
+  const batch = (lateView.stages || []).find((s) => s.name === 'batch') || {};
+  check(JSON.stringify(late) === '["batch"]' && batch.readings === 3 && batch.limiting === 1,
+    'TB-3 ' + label + ': over steps 140.. the limiting stage is batch', [p.stagesDrawn, batch]);
+  check((await page.eval('location.hash')).includes('from=140'),
+    'TB-3 ' + label + ': the span goes into the address');
+  await page.eval('(() => { const i = document.getElementById("pipe-from"); i.value = ' +
+    '""; i.dispatchEvent(new Event("change")); return true; })()');
 }
 
 // -- hparams (TB-1) --
@@ -1067,6 +1153,7 @@ async function testServe() {
   }
   await testServeEmpty();
   await testServeHparams();
+  await testServePipeline();
   // SIGINT (Ctrl-C) too, with a connection left open.
   const second = startServer(logdir);
   const port2 = await second.port;
@@ -1107,6 +1194,44 @@ async function testServeHparams() {
   } finally {
     if (browser) await browser.close();
     await stopServer(server, 'SIGTERM', 'serve of the hparams log directory');
+  }
+}
+
+// The pipeline view served, and a run with telemetry written while the page
+// is open appearing on it (TB-3).
+async function testServePipeline() {
+  const dir = path.join(args.out, 'pipeline-logs');
+  const later = path.join(args.out, 'pipeline-later');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.rmSync(later, { recursive: true, force: true });
+  const made = run(args.helper, ['pipeline', dir]);
+  const made2 = run(args.helper, ['pipeline', later]);
+  check(made.status === 0 && made2.status === 0, 'serve: log directories with telemetry',
+    [made.err, made2.err]);
+  const server = startServer(dir);
+  let browser = null;
+  try {
+    const port = await server.port;
+    const chromium = chromiumPath();
+    if (!chromium) return;
+    browser = new Browser(chromium, false);
+    const origin = 'http://127.0.0.1:' + port + '/';
+    const page = await browser.open(origin);
+    await checkPipelineView(page, 'serve');
+    fs.renameSync(path.join(later, 'train'), path.join(dir, 'train2'));
+    let views = [];
+    for (let i = 0; i < 100 && views.length < 2; i++) {
+      await sleep(200);
+      views = (await pipelineOf(page)).views;
+    }
+    check(views.length === 2 && views.every((v) => v.limiting === 'decode'),
+      'TB-3 serve: a run with telemetry written later gets its view on the open page',
+      views.map((v) => [v.run, v.limiting]));
+    checkNoProblems(page, (u) => u.startsWith(origin) || u.startsWith('data:'),
+      'serve pipeline');
+  } finally {
+    if (browser) await browser.close();
+    await stopServer(server, 'SIGTERM', 'serve of the pipeline log directory');
   }
 }
 
@@ -1185,7 +1310,10 @@ async function testFlagship() {
   if (!check(args.example && fs.existsSync(args.example), 'the flagship example is built',
     args.example)) return;
   const logdir = path.join(out, 'runs', 'csv_pipeline');
-  const ex = run(args.example, ['--logdir', logdir], { cwd: out });
+  // The run takes a fraction of a second: telemetry every 5 ms gives it
+  // readings to draw (the default, 10 s, would write none).
+  const ex = run(args.example, ['--logdir', logdir, '--telemetry-every', '0.005'],
+    { cwd: out });
   if (!check(ex.status === 0, 'the flagship example runs', ex.err)) return;
   const report = path.join(logdir, 'index.html');
   const h = run(args.board, ['html', logdir]);
@@ -1199,6 +1327,7 @@ async function testFlagship() {
     const { st } = await checkAgainstExport(page, args.board, logdir, 'flagship',
       { exportStatus: 0 });
     check(st.charts.length > 0, 'the flagship report has charts (' + st.charts.length + ')');
+    await checkFlagshipPipeline(page, logdir);
     checkNoProblems(page, (u) => u === url || u.startsWith('data:') || u.startsWith('blob:'),
       'flagship');
     await checkSmoothingReference(page);
@@ -1208,6 +1337,43 @@ async function testFlagship() {
   } finally {
     await browser.close();
   }
+}
+
+// The flagship's pipeline view (TB-3, TB-4): its stages as the run's
+// pipeline/graph names them, the limiting stage the one whose
+// runner/<name>/limiting has the highest mean above 0 in export's numbers
+// (none when the pipeline kept up), and the exposed wait beside the loss.
+async function checkFlagshipPipeline(page, logdir) {
+  const p = await pipelineOf(page);
+  const view = p.views[0] || {};
+  check(p.views.length === 1 && !view.error && p.stagesDrawn.length >= 2 &&
+    p.queuesDrawn.length >= 2,
+  'TB-3 flagship: the pipeline view draws its stages and queues', p);
+  const names = p.stagesDrawn.map((s) => s.name).sort();
+  const tags = run(args.board, ['export', logdir]).out.split('\n').slice(1)
+    .filter((l) => /^[^,]*,runner\/[^,]*\/limiting,/.test(l));
+  const sums = new Map();
+  for (const l of tags) {
+    const [, tag, , , value] = l.split(',');
+    const name = tag.slice('runner/'.length, -'/limiting'.length);
+    const e = sums.get(name) || { sum: 0, n: 0 };
+    e.sum += Number(value);
+    e.n++;
+    sums.set(name, e);
+  }
+  check(JSON.stringify([...sums.keys()].sort()) === JSON.stringify(names),
+    'TB-3 flagship: a stage is drawn for every runner/<name>/limiting series', [names,
+      [...sums.keys()]]);
+  let want = '', best = 0;
+  for (const [name, e] of sums) if (e.sum / e.n > best) { best = e.sum / e.n; want = name; }
+  const marked = p.stagesDrawn.filter((s) => s.limiting).map((s) => s.name);
+  check(view.limiting === want && JSON.stringify(marked) === JSON.stringify(want ? [want] : []),
+    'TB-3 flagship: the stage marked limiting is the one the verdicts named most (' +
+    (want || 'none: the pipeline kept up') + ')', [marked, want, view.verdict]);
+  const wait = p.charts.find((c) => c.tag === 'consumer/shuffle_batch_join/wait_fraction');
+  check(p.order[1] === 'loss' && wait && wait.shown && wait.series.length === 1 &&
+    wait.series[0].points > 0 && (Object.values(wait.pixels)[0] || 0) > 0,
+  'TB-4 flagship: the exposed-wait chart is drawn beside the loss', [p.order, wait]);
 }
 
 const tests = { html: testHtml, serve: testServe, flagship: testFlagship };

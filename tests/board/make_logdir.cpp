@@ -21,6 +21,13 @@
 //   quern_test_board_logdir numbers DIR COUNT
 //       one run of COUNT scalars whose values and wall times are random bit
 //       patterns (every kind of float and double), and so are most steps
+//   quern_test_board_logdir pipeline DIR
+//       run `train`: a `loss` every step 0..199 and, every 20 steps, the
+//       telemetry input_summaries writes (its scalars, `pipeline/verdict`,
+//       and `pipeline/graph` at step 0): produce -> raw -> decode (two
+//       workers) -> decoded -> batch -> batches -> the trainer; decode is
+//       the limiting stage at steps 0..120, batch at 140..180. Run `plain`:
+//       a `loss` and no telemetry.
 
 #include <cmath>
 #include <cstdint>
@@ -35,6 +42,8 @@
 
 #include "quern/error.hpp"
 #include "quern/format/record.hpp"
+#include "quern/input/summaries.hpp"
+#include "quern/pipeline_telemetry.hpp"
 #include "quern/summary/event.hpp"
 #include "quern/summary/event_file.hpp"
 #include "quern/summary/reader.hpp"
@@ -373,6 +382,93 @@ void numbers(const std::string& dir, int count) {
   check(w.close(false), "numbers");
 }
 
+// One telemetry reading of the three-stage pipeline: `decode_limits` says
+// which stage is slow (decode, else batch); the other shares follow from it.
+pipeline_telemetry reading(bool decode_limits, double x) {
+  pipeline_telemetry t;
+  t.span_seconds = 10;
+  auto stage = [](std::string name, std::string in, std::string out, double busy,
+                  double input, double room, int workers) {
+    runner_telemetry r;
+    r.name = name;
+    r.input_queue = std::move(in);
+    r.queue = std::move(out);
+    r.busy = busy;
+    r.waiting_for_input = input;
+    r.waiting_for_room = room;
+    r.rows_per_second = 1000 * busy;
+    for (int i = 0; i < workers; ++i) {
+      worker_telemetry w;
+      w.name = name + "/op" + std::to_string(i);
+      w.busy = busy;
+      w.waiting_for_input = input;
+      w.waiting_for_room = room;
+      r.workers.push_back(w);
+    }
+    return r;
+  };
+  if (decode_limits) {
+    t.runners = {stage("produce", "", "raw", 0.1, 0, 0.85 + x, 1),
+                 stage("decode", "raw", "decoded", 0.95 - x, 0.01, 0, 2),
+                 stage("batch", "decoded", "batches", 0.05, 0.9, 0, 1)};
+    t.limiting_stage = "decode";
+  } else {
+    t.runners = {stage("produce", "", "raw", 0.1, 0, 0.85, 1),
+                 stage("decode", "raw", "decoded", 0.2, 0, 0.75 + x, 2),
+                 stage("batch", "decoded", "batches", 0.9 - x, 0.02, 0, 1)};
+    t.limiting_stage = "batch";
+  }
+  auto queue = [](std::string name, int32_t capacity, double fill) {
+    queue_telemetry q;
+    q.name = std::move(name);
+    q.capacity = capacity;
+    q.fill = fill;
+    q.size = static_cast<int32_t>(fill * capacity);
+    return q;
+  };
+  t.queues = {queue("raw", 16, decode_limits ? 1.0 : 0.75),
+              queue("decoded", 32, decode_limits ? 0.0 : 1.0), queue("batches", 4, 0.0)};
+  consumer_telemetry c;
+  c.queue = "batches";
+  c.dequeues = 20;
+  c.wait_fraction = decode_limits ? 0.4 + x : 0.3 + x;
+  t.consumers = {c};
+  t.verdict = "the pipeline fed the trainer 60 % of the time; when it did not, stage `" +
+              t.limiting_stage + "` was busy 95 % of its time";
+  return t;
+}
+
+void pipeline_run(const std::string& dir) {
+  double t0 = 1700000000.0;
+  {
+    event_file_writer w;
+    check(w.create_at(file_in(dir + "/train", t0), t0, false), "train");
+    for (int step = 0; step < 200; ++step) {
+      double wall = t0 + 1 + step * 0.5;
+      w.append(scalar_event{wall, step, "loss",
+                            static_cast<float>(2.0 * std::exp(-step / 50.0) + 0.1)});
+      if (step % 20 != 0)
+        continue;
+      // What input_summaries::write writes for one reading (TL-6, TL-8, TL-9).
+      auto t = reading(step < 140, 0.001 * (step / 20));
+      for (auto& [tag, value] : input_summaries::telemetry_values(t))
+        w.append(scalar_event{wall, step, tag, value});
+      w.append(summary_at(step, wall, text_value("pipeline/verdict", t.verdict)));
+      if (step == 0)
+        w.append(summary_at(
+            step, wall,
+            text_value("pipeline/graph", input_summaries::telemetry_graph(t))));
+    }
+    check(w.close(false), "train");
+  }
+  event_file_writer w;
+  check(w.create_at(file_in(dir + "/plain", t0 + 1), t0 + 1, false), "plain");
+  for (int step = 0; step < 50; ++step)
+    w.append(
+        scalar_event{t0 + 2 + step, step, "loss", static_cast<float>(1.0 / (1 + step))});
+  check(w.close(false), "plain");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -387,6 +483,8 @@ int main(int argc, char** argv) {
     markdown(args[1]);
   } else if (args.size() == 2 && args[0] == "hparams") {
     hparams(args[1]);
+  } else if (args.size() == 2 && args[0] == "pipeline") {
+    pipeline_run(args[1]);
   } else if (args.size() == 3 && args[0] == "numbers") {
     numbers(args[1], std::stoi(args[2]));
   } else if (args.size() == 5 && args[0] == "big") {
@@ -395,7 +493,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: quern_test_board_logdir full DIR | append FILE STEP COUNT | "
                  "restart FILE "
                  "STEP COUNT | big DIR "
-                 "RUNS TAGS POINTS | markdown DIR | hparams DIR | numbers DIR COUNT\n";
+                 "RUNS TAGS POINTS | markdown DIR | hparams DIR | numbers DIR COUNT | "
+                 "pipeline DIR\n";
     return 1;
   }
   return 0;

@@ -4,7 +4,9 @@
 
 # Writes the tests' log directories with quern's writer (no checked-in files).
 add_executable(quern_test_board_logdir ${CMAKE_CURRENT_LIST_DIR}/make_logdir.cpp)
-target_link_libraries(quern_test_board_logdir PRIVATE quern::logging quern_warnings)
+# quern::input: the telemetry summaries exactly as input_summaries writes them.
+target_link_libraries(quern_test_board_logdir PRIVATE quern::logging quern::input
+                                                      quern_warnings)
 
 if(TARGET quern-board)
   # quern-board's arithmetic without a browser (its sources compiled in), and

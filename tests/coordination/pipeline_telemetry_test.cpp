@@ -186,6 +186,27 @@ TEST_CASE("TL-5 a slow async batching stage is the limiting stage", "[TL-5][TL-2
   CHECK(batch.busy > batch.waiting_for_input);
 }
 
+TEST_CASE("TL-5 a stage which keeps its downstream queue full is not blamed",
+          "[TL-5][TL-2]") {
+  // produce and decode are fast and fill the queues they feed; batch, the
+  // last stage, is slow. The two upstream stages wait for room more than
+  // they work: they are not the limit, the stage below them is.
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.batch = 20ms;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  check_limited_by(t, "batch");
+  for (auto name : {"produce", "decode"}) {
+    INFO(name);
+    auto& r = runner_named(t, name);
+    CHECK(r.waiting_for_room > r.busy);
+    CHECK(r.waiting_for_room > r.waiting_for_input);
+    CHECK(t.verdict.find("stage `" + std::string(name) + "`") == std::string::npos);
+  }
+}
+
 TEST_CASE("TL-5 a slow consumer: the pipeline keeps up, its exposed wait is near 0",
           "[TL-5][TL-1][TL-2][TL-4]") {
   two_core_config cfg;

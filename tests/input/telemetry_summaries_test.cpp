@@ -123,3 +123,96 @@ TEST_CASE("TL-6 a negative telemetry interval is refused", "[TL-6]") {
   CHECK_THROWS_AS(summaries.add_telemetry(pipe, -std::chrono::seconds(1)),
                   invalid_argument_error);
 }
+
+TEST_CASE("TL-8 the pipeline's structure is written as JSON, names escaped", "[TL-8]") {
+  pipeline_telemetry t;
+  runner_telemetry read;
+  read.name = "read \"csv\"";
+  read.queue = "raw";
+  read.input_queue = "files";
+  worker_telemetry w0;
+  w0.name = "read \"csv\"/op0";
+  worker_telemetry w1;
+  w1.name = "read \"csv\"/op1";
+  read.workers = {w0, w1};
+  runner_telemetry batch;
+  batch.name = "batch";
+  batch.queue = "batch q";
+  t.runners = {read, batch};
+  queue_telemetry raw;
+  raw.name = "raw";
+  raw.capacity = 16;
+  queue_telemetry bq;
+  bq.name = "batch q";
+  bq.capacity = 4;
+  t.queues = {raw, bq};
+  consumer_telemetry c;
+  c.queue = "batch q";
+  t.consumers = {c};
+  // The tags are the scalars' prefixes (IN-16 cleaning), the names as they are.
+  CHECK(
+      input_summaries::telemetry_graph(t) ==
+      R"({"stages":[{"name":"read \"csv\"","tag":"runner/read__csv_","input":"files",)"
+      R"("queue":"raw","workers":["read \"csv\"/op0","read \"csv\"/op1"]},)"
+      R"({"name":"batch","tag":"runner/batch","input":"","queue":"batch q","workers":[]}],)"
+      R"("queues":[{"name":"raw","tag":"queue/raw","capacity":16},)"
+      R"({"name":"batch q","tag":"queue/batch_q","capacity":4}],)"
+      R"("consumers":[{"queue":"batch q","tag":"consumer/batch_q"}]})");
+  pipeline_telemetry odd;
+  runner_telemetry r;
+  r.name = std::string("a\\b\n\x01", 5);
+  odd.runners = {r};
+  CHECK(input_summaries::telemetry_graph(odd).find(R"("name":"a\\b\u000a\u0001")") !=
+        std::string::npos);
+}
+
+TEST_CASE("TL-9 the limiting stage is a scalar per stage, 1 for the stage named",
+          "[TL-9][TL-6]") {
+  pipeline_telemetry t;
+  runner_telemetry a;
+  a.name = "decode";
+  runner_telemetry b;
+  b.name = "batch";
+  t.runners = {a, b};
+  t.limiting_stage = "decode";
+  std::map<std::string, float> v;
+  for (auto& [tag, value] : input_summaries::telemetry_values(t))
+    v[tag] = value;
+  CHECK(v.at("runner/decode/limiting") == 1.0f);
+  CHECK(v.at("runner/batch/limiting") == 0.0f);
+  t.limiting_stage.clear();
+  for (auto& [tag, value] : input_summaries::telemetry_values(t))
+    v[tag] = value;
+  CHECK(v.at("runner/decode/limiting") == 0.0f);
+}
+
+TEST_CASE("TL-8 the structure is written with the telemetry, again only when it changed",
+          "[TL-8][TL-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  quern::test::temp_dir dir;
+  train(sys, dir.path(), caf::timespan{0}, 30);
+  auto w = read_back(dir.path());
+  auto& graphs = w.texts["pipeline/graph"];
+  // At least once, at most once per telemetry written, never twice the same
+  // in a row.
+  REQUIRE(!graphs.empty());
+  CHECK(graphs.size() <= 30);
+  for (size_t i = 1; i < graphs.size(); ++i)
+    CHECK(graphs[i] != graphs[i - 1]);
+  // The producer's and the batching stage's runners, the queues they feed,
+  // the consumer of the batches; every tag of it has its scalars.
+  auto& last = graphs.back();
+  INFO(last);
+  CHECK(last.rfind(R"({"stages":[)", 0) == 0);
+  CHECK(last.find(R"("name":"batch","tag":"runner/batch")") != std::string::npos);
+  CHECK(last.find(R"("queue":"batch","workers":["batch/enqueue0"]})") !=
+        std::string::npos);
+  CHECK(last.find(R"({"name":"batch","tag":"queue/batch","capacity":)") !=
+        std::string::npos);
+  CHECK(last.find(R"("consumers":[{"queue":"batch","tag":"consumer/batch"}])") !=
+        std::string::npos);
+  CHECK(w.scalars.count("runner/batch/limiting") == 1);
+  CHECK(w.scalars.count("queue/batch/fill") == 1);
+  CHECK(w.scalars.count("consumer/batch/wait_fraction") == 1);
+}

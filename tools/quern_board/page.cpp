@@ -12,6 +12,7 @@ extern const char* const dygraph_js;
 extern const char* const dygraph_css;
 extern const char* const marked_js;
 extern const char* const purify_js;
+extern const char* const dagre_js;
 extern const char* const page_js;
 extern const char* const page_css;
 } // namespace embedded
@@ -379,6 +380,8 @@ std::string render_page_with(const std::string& data, const page_options& opt) {
   out += "(function () {\nvar shadowNode = {};\n";
   out += embedded::purify_js;
   out += "\n}).call(window);\n</script>\n<script>\n";
+  out += embedded::dagre_js;
+  out += "\n</script>\n<script>\n";
   out += embedded::page_js;
   out += "\n</script>\n</body>\n</html>\n";
   return out;

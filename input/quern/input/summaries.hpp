@@ -75,7 +75,8 @@ public:
   void write(summary_writer& writer, int64_t step);
 
   /// write() also writes `pipe`'s telemetry (TL-6): telemetry_values() as
-  /// scalars and the verdict as the text summary `pipeline/verdict`, at
+  /// scalars, the verdict as the text summary `pipeline/verdict` and the
+  /// structure as `pipeline/graph` when it changed (TL-8), at
   /// most once per `every` of wall time (the first once `every` has passed
   /// since this call; 0: at every write), so that a run of ten days costs
   /// per hour what a run of ten seconds does. `pipe` must outlive the
@@ -86,9 +87,18 @@ public:
   /// `runner/<name>/busy`, `.../waiting_for_input`, `.../waiting_for_room`,
   /// `.../rows_per_second`; the same four per worker as
   /// `worker/<runner>/<op>/...`; `queue/<name>/fill`, `.../enqueue_rate`,
-  /// `.../dequeue_rate`.
+  /// `.../dequeue_rate`; and `runner/<name>/limiting`, 1 for the stage the
+  /// verdict names (TL-5), 0 for the others (TL-9).
   static std::vector<std::pair<std::string, float>>
   telemetry_values(const pipeline_telemetry& t);
+  /// The pipeline's structure as JSON (TL-8), what write() logs as the text
+  /// summary `pipeline/graph` with the first telemetry and again whenever
+  /// it changes: `{"stages": [{"name", "tag", "input", "queue",
+  /// "workers": [...]}], "queues": [{"name", "tag", "capacity"}],
+  /// "consumers": [{"queue", "tag"}]}`. A stage reads `input` (empty: not
+  /// seen yet) and feeds `queue`; a consumer reads `queue`; every `tag` is
+  /// the prefix of that thing's scalars in telemetry_values().
+  static std::string telemetry_graph(const pipeline_telemetry& t);
 
   /// TF's summary-tag cleaning (IN-16): characters other than letters,
   /// digits, `_ - / .` become `_`, leading `/` are removed.
@@ -110,6 +120,8 @@ private:
   pipeline* telemetry_ = nullptr;
   caf::timespan telemetry_every_{0};
   std::chrono::steady_clock::time_point telemetry_last_;
+  /// The last `pipeline/graph` written (empty: none yet).
+  std::string telemetry_graph_;
 };
 
 } // namespace quern

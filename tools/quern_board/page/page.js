@@ -29,6 +29,9 @@
     hpText: '',
     hpSort: '',
     hpDesc: false,
+    // The pipeline view's span of steps (null: from the first, to the last).
+    pipeFrom: null,
+    pipeTo: null,
   };
   let data = null;
   let model = null;
@@ -702,6 +705,325 @@
     return e;
   }
 
+  // -- the pipeline view (docs/board.md, "The input pipeline"; TB-3, TB-4) --
+
+  // What input_summaries::add_telemetry writes (docs/input.md, TL-6, TL-8,
+  // TL-9): the structure as the text `pipeline/graph`, the figures as scalars
+  // under each thing's `tag`, the verdict as the text `pipeline/verdict`.
+  const GRAPH_TAG = 'pipeline/graph';
+  const VERDICT_TAG = 'pipeline/verdict';
+  const WAIT_RE = /^consumer\/.+\/wait_fraction$/;
+  const SHARE_COLORS = { busy: '#2ca02c', input: '#1f77b4', room: '#ff7f0e' };
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  let arrowIds = 0;
+
+  function inSpan(step) {
+    return (state.pipeFrom === null || step >= state.pipeFrom) &&
+      (state.pipeTo === null || step <= state.pipeTo);
+  }
+
+  // The mean of run `run`'s scalar `tag` over the points in the span, and
+  // how many there were (null: none).
+  function spanMean(run, tag) {
+    const s = (model.byTag.get(tag) || []).find((x) => x.run === run);
+    if (!s) return null;
+    let sum = 0, n = 0;
+    for (let i = 0; i < s.n; i++)
+      if (inSpan(s.steps[i]) && Number.isFinite(s.values[i])) { sum += s.values[i]; n++; }
+    return n ? { mean: sum / n, n } : null;
+  }
+
+  // The run's structure: the last `pipeline/graph` written at or before the
+  // span's end (the first one if all are later).
+  function graphOf(run) {
+    const t = (model.texts.get(GRAPH_TAG) || []).find((x) => x.run === run);
+    if (!t || !t.points.length) return null;
+    let pick = t.points[0];
+    for (const p of t.points) if (state.pipeTo === null || p[0] <= state.pipeTo) pick = p;
+    try {
+      const g = JSON.parse(pick[2]);
+      for (const key of ['stages', 'queues', 'consumers'])
+        if (!Array.isArray(g[key])) throw new Error('no "' + key + '" list');
+      return { step: pick[0], g };
+    } catch (e) {
+      return { step: pick[0], error: e.message };
+    }
+  }
+
+  function lastVerdict(run) {
+    const t = (model.texts.get(VERDICT_TAG) || []).find((x) => x.run === run);
+    let out = null;
+    for (const p of t ? t.points : []) if (inSpan(p[0])) out = p;
+    return out;
+  }
+
+  function pct(x) {
+    return x === null || x === undefined ? 'n/a' : Math.round(100 * x) + ' %';
+  }
+
+  function svgEl(tag, attrs, text) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const k of Object.keys(attrs)) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // The figures of one run's pipeline over the span: per stage its shares
+  // and how often the verdict named it, per queue its fill, per consumer its
+  // exposed wait; the limiting stage is the one the verdicts named most
+  // often (none when no reading named a stage).
+  function pipelineFigures(run, g) {
+    const mean = (tag) => { const m = spanMean(run, tag); return m ? m.mean : null; };
+    const stages = g.stages.map((s) => ({ name: String(s.name), input: String(s.input || ''),
+      queue: String(s.queue), workers: (s.workers || []).length,
+      busy: mean(s.tag + '/busy'), input_share: mean(s.tag + '/waiting_for_input'),
+      room: mean(s.tag + '/waiting_for_room'), limiting: mean(s.tag + '/limiting'),
+      readings: (spanMean(run, s.tag + '/busy') || { n: 0 }).n }));
+    const queues = new Map(g.queues.map((q) => [String(q.name), { name: String(q.name),
+      capacity: q.capacity, fill: mean(q.tag + '/fill') }]));
+    const consumers = g.consumers.map((c) => ({ queue: String(c.queue),
+      wait: mean(c.tag + '/wait_fraction') }));
+    let limiting = null;
+    for (const s of stages)
+      if (s.limiting > 0 && (!limiting || s.limiting > limiting.limiting)) limiting = s;
+    return { stages, queues, consumers, limiting: limiting ? limiting.name : '' };
+  }
+
+  // Lays the pipeline out with dagre (left to right: stages and the trainer
+  // as boxes, each queue as the arrows from the stages feeding it to those
+  // reading it, labelled with its fill) and draws it as SVG where dagre put
+  // each box, arrow and label.
+  function drawPipeline(f) {
+    const NODE_W = 224, NODE_H = 78, LABEL_W = 124, LABEL_H = 30;
+    const g = new dagre.graphlib.Graph({ multigraph: true });
+    g.setGraph({ rankdir: 'LR', nodesep: 24, ranksep: 40, marginx: 8, marginy: 8 });
+    g.setDefaultEdgeLabel(() => ({}));
+    for (const s of f.stages) g.setNode('s:' + s.name, { width: NODE_W, height: NODE_H, stage: s });
+    f.consumers.forEach((c, i) => g.setNode('c:' + i, { width: 150, height: 52, consumer: c }));
+    let edges = 0;
+    const queueNames = new Set([...f.queues.keys(), ...f.stages.map((s) => s.queue),
+      ...f.stages.map((s) => s.input).filter((q) => q), ...f.consumers.map((c) => c.queue)]);
+    for (const q of queueNames) {
+      let from = f.stages.filter((s) => s.queue === q).map((s) => 's:' + s.name);
+      let to = f.stages.filter((s) => s.input === q).map((s) => 's:' + s.name)
+        .concat(f.consumers.map((c, i) => c.queue === q ? 'c:' + i : null).filter((x) => x));
+      if (!from.length && !to.length) continue;
+      // A queue fed or read outside the pipeline's stages still shows.
+      if (!from.length) { from = ['o:' + q]; g.setNode(from[0], { width: 110, height: 30, outside: 'fed outside' }); }
+      if (!to.length) { to = ['u:' + q]; g.setNode(to[0], { width: 110, height: 30, outside: 'read outside' }); }
+      for (const a of from)
+        for (const b of to) {
+          // Wide enough for the queue's name (about 7 px a character).
+          g.setEdge(a, b, { width: Math.max(LABEL_W, 7 * q.length + 10), height: LABEL_H,
+            labelpos: 'c', queue: q }, q + '#' + edges);
+          edges++;
+        }
+    }
+    dagre.layout(g);
+    const gr = g.graph();
+    const svg = svgEl('svg', { width: Math.ceil(gr.width), height: Math.ceil(gr.height),
+      class: 'pipeline-graph' });
+    const defs = svgEl('defs', {});
+    // One arrow head per drawing: ids must differ between the runs' views.
+    const arrow = 'quern-arrow-' + (++arrowIds);
+    const marker = svgEl('marker', { id: arrow, viewBox: '0 0 10 10', refX: 10, refY: 5,
+      markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' });
+    marker.appendChild(svgEl('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#777' }));
+    defs.appendChild(marker);
+    svg.appendChild(defs);
+    for (const e of g.edges()) {
+      const ed = g.edge(e);
+      const q = f.queues.get(ed.queue) || { name: ed.queue, fill: null, capacity: 0 };
+      const grp = svgEl('g', { class: 'queue' });
+      grp.dataset.queue = q.name;
+      grp.dataset.fill = q.fill === null ? '' : String(q.fill);
+      grp.appendChild(svgEl('path', { d: ed.points.map((p, i) => (i ? 'L' : 'M') + p.x + ' ' +
+        p.y).join(' '), fill: 'none', stroke: '#777', 'stroke-width': 1.5,
+        'marker-end': 'url(#' + arrow + ')' }));
+      const lw = ed.width, x = ed.x - lw / 2, y = ed.y - LABEL_H / 2;
+      grp.appendChild(svgEl('rect', { x, y, width: lw, height: LABEL_H, rx: 3,
+        fill: '#fff', stroke: '#bbb' }));
+      grp.appendChild(svgEl('text', { x: x + 4, y: y + 12, class: 'qname' }, q.name));
+      // The fill as a bar across the label, and as a number.
+      grp.appendChild(svgEl('rect', { x: x + 4, y: y + 17, width: lw - 60, height: 8,
+        fill: '#eee' }));
+      grp.appendChild(svgEl('rect', { x: x + 4, y: y + 17, height: 8, fill: '#9467bd',
+        width: Math.max(0, Math.min(1, q.fill || 0)) * (lw - 60) }));
+      grp.appendChild(svgEl('text', { x: x + lw - 52, y: y + 25 }, 'fill ' + pct(q.fill)));
+      svg.appendChild(grp);
+    }
+    for (const id of g.nodes()) {
+      const n = g.node(id);
+      const x = n.x - n.width / 2, y = n.y - n.height / 2;
+      const grp = svgEl('g', {});
+      if (n.stage) {
+        const s = n.stage;
+        const limiting = s.name === f.limiting;
+        grp.setAttribute('class', 'stage' + (limiting ? ' limiting' : ''));
+        grp.dataset.name = s.name;
+        for (const k of ['busy', 'input_share', 'room', 'limiting'])
+          grp.dataset[k] = s[k] === null ? '' : String(s[k]);
+        grp.appendChild(svgEl('rect', { x, y, width: n.width, height: n.height, rx: 4,
+          fill: limiting ? '#ffebee' : '#fff', stroke: limiting ? '#c62828' : '#888',
+          'stroke-width': limiting ? 3 : 1 }));
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 15, class: 'sname' }, s.name +
+          (s.workers > 1 ? ' (' + s.workers + ' workers)' : '')));
+        // The shares of the span as one bar: busy, waiting for input,
+        // waiting for room, and the rest (idle) left empty.
+        const W = n.width - 12;
+        let bx = x + 6;
+        grp.appendChild(svgEl('rect', { x: bx, y: y + 21, width: W, height: 12, fill: '#eee' }));
+        for (const [k, key] of [['busy', 'busy'], ['input', 'input_share'], ['room', 'room']]) {
+          const w = Math.max(0, Math.min(1, s[key] || 0)) * W;
+          grp.appendChild(svgEl('rect', { x: bx, y: y + 21, width: w, height: 12,
+            fill: SHARE_COLORS[k], class: 'share-' + k }));
+          bx += w;
+        }
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 47 }, 'busy ' + pct(s.busy) +
+          ', input ' + pct(s.input_share) + ', room ' + pct(s.room)));
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 64, class: limiting ? 'limiting-note' :
+          '' }, limiting ? 'limiting in ' + pct(s.limiting) + ' of ' + s.readings + ' readings' :
+          s.readings + ' reading' + (s.readings === 1 ? '' : 's') + ' in the span'));
+      } else if (n.consumer) {
+        grp.setAttribute('class', 'consumer');
+        grp.dataset.queue = n.consumer.queue;
+        grp.appendChild(svgEl('rect', { x, y, width: n.width, height: n.height, rx: 4,
+          fill: '#f5f5f5', stroke: '#888' }));
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 18, class: 'sname' }, 'the trainer'));
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 38 }, 'exposed wait ' +
+          pct(n.consumer.wait)));
+      } else {
+        grp.setAttribute('class', 'outside');
+        grp.appendChild(svgEl('rect', { x, y, width: n.width, height: n.height, rx: 4,
+          fill: '#fafafa', stroke: '#bbb', 'stroke-dasharray': '4 3' }));
+        grp.appendChild(svgEl('text', { x: x + 6, y: y + 19 }, n.outside));
+      }
+      svg.appendChild(grp);
+    }
+    return { svg, edges };
+  }
+
+  function legend() {
+    const div = el('div', 'pipeline-legend');
+    for (const [k, label] of [['busy', 'busy'], ['input', 'waiting for input'],
+      ['room', 'waiting for room']]) {
+      const sw = el('span', 'swatch');
+      sw.style.background = SHARE_COLORS[k];
+      div.appendChild(sw);
+      div.appendChild(document.createTextNode(label + '  '));
+    }
+    div.appendChild(document.createTextNode('(the rest of each bar: idle); red: the limiting ' +
+      'stage; arrows: queues, with their fill'));
+    return div;
+  }
+
+  // One view per shown run that wrote its pipeline's structure.
+  function drawPipelineCard(tag, card) {
+    card.body.innerHTML = '';
+    card.views = [];
+    for (const t of model.texts.get(GRAPH_TAG) || []) {
+      if (!runVisible(t.run)) continue;
+      const run = model.runs[t.run];
+      const box = el('div', 'pipeview');
+      box.dataset.run = run.name;
+      const title = el('div', 'histtitle');
+      const sw = el('span', 'swatch');
+      sw.style.background = run.color;
+      title.appendChild(sw);
+      title.appendChild(document.createTextNode(run.name));
+      box.appendChild(title);
+      const gr = graphOf(t.run);
+      const view = { run: run.name, graphStep: gr ? gr.step : null };
+      if (!gr || gr.error) {
+        view.error = gr ? GRAPH_TAG + ' at step ' + gr.step + ' is not the structure ' +
+          'quern writes: ' + gr.error : 'no ' + GRAPH_TAG;
+        box.appendChild(el('p', 'problems', view.error));
+      } else {
+        const f = pipelineFigures(t.run, gr.g);
+        const { svg, edges } = drawPipeline(f);
+        box.appendChild(svg);
+        const v = lastVerdict(t.run);
+        const p = el('p', 'verdict', v ? 'verdict at step ' + v[0] + ': ' + v[2] :
+          'no verdict in the span');
+        box.appendChild(p);
+        Object.assign(view, { limiting: f.limiting, edges, verdict: v ? v[2] : null,
+          stages: f.stages, queues: [...f.queues.values()], consumers: f.consumers });
+      }
+      card.body.appendChild(box);
+      card.views.push(view);
+    }
+    if (card.views.length) card.body.appendChild(legend());
+    card.div.style.display = card.views.length ? '' : 'none';
+  }
+
+  // The loss the exposed wait is drawn beside: `loss`, or a tag ending in
+  // `/loss`, or the first tag with `loss` in it.
+  function lossTag() {
+    const tags = [...model.byTag.keys()].sort();
+    return tags.find((t) => t === 'loss') || tags.find((t) => /\/loss$/.test(t)) ||
+      tags.find((t) => /loss/i.test(t)) || null;
+  }
+
+  // The section at the top of the page for runs with telemetry: the span
+  // of steps, the pipeline view, and the exposed-wait charts beside the loss.
+  function buildPipelineSection(main) {
+    const waits = [...model.byTag.keys()].filter((t) => WAIT_RE.test(t)).sort();
+    const hasGraph = model.texts.has(GRAPH_TAG);
+    if (!waits.length && !hasGraph) return;
+    const section = el('section', 'group pipeline');
+    section.id = 'pipeline';
+    section.appendChild(el('h2', '', 'input pipeline'));
+    const span = el('div', 'pipeline-span');
+    span.innerHTML = '<label>Steps from <input id="pipe-from" type="number" ' +
+      'placeholder="first"></label> <label>to <input id="pipe-to" type="number" ' +
+      'placeholder="last"></label> <span class="kind">the view shows the mean of each ' +
+      'figure over the telemetry written in these steps</span>';
+    section.appendChild(span);
+    const add = (kind, tag, key, draw, label) => {
+      const div = el('div', 'card ' + kind + ' top');
+      div.dataset.tag = tag;
+      div.dataset.kind = kind;
+      div.appendChild(el('h3', '', kind === 'pipeline' ? 'pipeline: stages and queues' : tag));
+      const card = { div, kind, draw, tag, top: true };
+      if (kind === 'scalars') {
+        card.plot = el('div', 'plot');
+        card.readout = el('div', 'readout');
+        card.links = el('div', 'links');
+        div.appendChild(card.plot);
+        div.appendChild(card.readout);
+        div.appendChild(card.links);
+      } else {
+        div.appendChild(el('div', 'kind', label));
+        card.body = el('div', 'body');
+        div.appendChild(card.body);
+      }
+      section.appendChild(div);
+      div.quernCard = card;
+      observer.observe(div);
+      charts.set(key, card);
+    };
+    if (hasGraph)
+      add('pipeline', GRAPH_TAG, 'pipeline:' + GRAPH_TAG, drawPipelineCard,
+        'busy / waiting for input / waiting for room per stage, fill per queue');
+    const loss = lossTag();
+    if (loss && waits.length) add('scalars', loss, 'top:' + loss, drawScalarCard);
+    for (const w of waits) add('scalars', w, 'top:' + w, drawScalarCard);
+    main.appendChild(section);
+    const $ = (id) => document.getElementById(id);
+    $('pipe-from').value = state.pipeFrom === null ? '' : state.pipeFrom;
+    $('pipe-to').value = state.pipeTo === null ? '' : state.pipeTo;
+    const changed = () => {
+      const num = (v) => v === '' || !Number.isFinite(Number(v)) ? null : Number(v);
+      state.pipeFrom = num($('pipe-from').value);
+      state.pipeTo = num($('pipe-to').value);
+      writeFragment();
+      const card = charts.get('pipeline:' + GRAPH_TAG);
+      if (card && cardShown(card)) drawCard(card);
+    };
+    $('pipe-from').onchange = changed;
+    $('pipe-to').onchange = changed;
+  }
+
   // -- layout --
 
   function groupOf(tag) {
@@ -714,6 +1036,7 @@
     observer.disconnect();
     main.innerHTML = '';
     charts.clear();
+    buildPipelineSection(main);
     const kinds = [['scalars', model.byTag, drawScalarCard, 'chart'],
       ['histograms', model.hist, drawHistCard, 'distribution over steps'],
       ['texts', model.texts, drawTextCard, 'text'], ['images', model.images, drawImageCard, 'images']];
@@ -758,7 +1081,7 @@
   function cardShown(card) {
     if (!tagVisible(card.tag)) return false;
     const map = { scalars: model.byTag, histograms: model.hist, texts: model.texts,
-      images: model.images }[card.kind];
+      images: model.images, pipeline: model.texts }[card.kind];
     return map.get(card.tag).some((s) => runVisible(s.run));
   }
 
@@ -1047,7 +1370,7 @@
     const params = new URLSearchParams(location.hash.slice(1));
     Object.assign(state, { smoothing: TB_DEFAULT_SMOOTHING, x: 'step', log: false,
       outliers: true, runRegex: '', tagRegex: '', runText: '', tagText: '', hpText: '',
-      hpSort: '', hpDesc: false });
+      hpSort: '', hpDesc: false, pipeFrom: null, pipeTo: null });
     state.hidden.clear();
     if (params.has('smoothing')) state.smoothing = Math.min(Math.max(
       Number(params.get('smoothing')) || 0, 0), 0.999);
@@ -1060,6 +1383,9 @@
     if (params.has('hp')) state.hpText = params.get('hp');
     if (params.has('hpsort')) state.hpSort = params.get('hpsort');
     if (params.has('hpdesc')) state.hpDesc = params.get('hpdesc') === '1';
+    for (const [key, name] of [['pipeFrom', 'from'], ['pipeTo', 'to']])
+      if (params.get(name) !== null && params.get(name) !== '' &&
+          Number.isFinite(Number(params.get(name)))) state[key] = Number(params.get(name));
     return { selftest: params.has('selftest'), bench: params.has('bench') };
   }
 
@@ -1075,6 +1401,8 @@
     if (state.hpText) params.set('hp', state.hpText);
     if (state.hpSort) params.set('hpsort', state.hpSort);
     if (state.hpDesc) params.set('hpdesc', '1');
+    if (state.pipeFrom !== null) params.set('from', state.pipeFrom);
+    if (state.pipeTo !== null) params.set('to', state.pipeTo);
     const hash = params.toString();
     if (hash === location.hash.slice(1)) return;
     const url = location.href.replace(/#.*$/, '') + (hash ? '#' + hash : '');
@@ -1143,6 +1471,14 @@
       log: state.log, outliers: state.outliers, errors: quern.errors,
       runs: model.runs.map((r) => ({ name: r.name, color: r.color, problems: r.problems })),
       charts: [], histograms: [], texts: [], images: [],
+      pipeline: { span: [state.pipeFrom, state.pipeTo], views: [], charts: [],
+        section: !!document.getElementById('pipeline'),
+        stagesDrawn: [...document.querySelectorAll('#pipeline svg g.stage')].map((g) =>
+          ({ name: g.dataset.name, limiting: g.classList.contains('limiting'),
+            busy: g.dataset.busy, input: g.dataset.input_share, room: g.dataset.room })),
+        queuesDrawn: [...document.querySelectorAll('#pipeline svg g.queue')].map((g) =>
+          ({ name: g.dataset.queue, fill: g.dataset.fill })),
+        order: [...document.querySelectorAll('#pipeline .card')].map((d) => d.dataset.tag) },
       hparams: {
         columns: [...document.querySelectorAll('#hparams th.sortable')].map((th) => th.dataset.key),
         rows: [...document.querySelectorAll('#hparams tr.hprow')].map((tr) =>
@@ -1152,7 +1488,14 @@
     };
     for (const card of charts.values()) {
       const shown = card.div.style.display !== 'none';
-      if (card.kind === 'scalars') {
+      if (card.kind === 'pipeline') {
+        out.pipeline.views = shown ? card.views : [];
+      } else if (card.top) {
+        out.pipeline.charts.push({ tag: card.tag, shown,
+          series: card.d ? card.d.series.map((s) => ({ run: model.runs[s.run].name, points: s.n,
+            last: s.values[s.n - 1] })) : [],
+          pixels: shown && card.g ? colourPixels(card) : {} });
+      } else if (card.kind === 'scalars') {
         out.charts.push({
           tag: card.tag, shown,
           series: card.d ? card.d.series.map((s) => ({ run: model.runs[s.run].name, points: s.n,
@@ -1253,6 +1596,10 @@
   // An address edited by hand (or a link followed within the page).
   window.addEventListener('hashchange', () => {
     readFragment();
+    for (const [id, v] of [['pipe-from', state.pipeFrom], ['pipe-to', state.pipeTo]]) {
+      const input = document.getElementById(id);
+      if (input) input.value = v === null ? '' : v;
+    }
     buildControls();
     buildRuns();
     drawAll();
