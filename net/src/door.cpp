@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <iostream>
@@ -244,19 +243,6 @@ namespace {
 using door_io::door_policy;
 using door_io::tls_link;
 
-// The name CAF's BASP broker knows a connection or a listening socket by.
-// CAF 0.17.6 names each by its descriptor, and forgets a closed connection
-// later, through its queue of received messages: a connection accepted in
-// between on the same descriptor number (the OS hands out the lowest free
-// one) was taken for the closed one's peer. Its handshake was dropped and
-// its messages answered to that peer, so clients that started together
-// failed their connect now and then. A door's names are never reused (and
-// above any descriptor number, should CAF make a name of its own).
-int64_t fresh_handle_id() {
-  static std::atomic<int64_t> last{int64_t{1} << 40};
-  return ++last;
-}
-
 // A connection: CAF's scribe_impl, plus the bound on what a BASP header may
 // claim and the end of its pending time. `id` 0: an outgoing connection
 // (connect), never pending; `where`: host:port of its peer. (An accepted
@@ -265,7 +251,7 @@ class door_scribe : public caf::io::scribe {
 public:
   door_scribe(mpx_t& mpx, native_socket fd, std::shared_ptr<door_state> door, uint64_t id,
               std::string where)
-      : caf::io::scribe(caf::io::connection_handle::from_int(fresh_handle_id())),
+      : caf::io::scribe(caf::io::connection_handle::from_int(door_io::fresh_handle_id())),
         door_(std::move(door)), id_(id), outgoing_(id == 0), where_(std::move(where)),
         max_(outgoing_ ? door_->outgoing_max(where_) : door_->limits().max_message_bytes),
         stream_(mpx, fd, &refused_, &tls_) {
@@ -362,7 +348,7 @@ private:
 class door_doorman : public caf::io::doorman {
 public:
   door_doorman(mpx_t& mpx, native_socket fd, std::shared_ptr<door_state> door)
-      : caf::io::doorman(caf::io::accept_handle::from_int(fresh_handle_id())),
+      : caf::io::doorman(caf::io::accept_handle::from_int(door_io::fresh_handle_id())),
         door_(door),
         acceptor_(mpx, fd, [door, port = local_port(fd)](native_socket listener) {
           door->refuse_one(listener, port);

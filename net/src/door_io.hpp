@@ -1,12 +1,14 @@
 #pragma once
 // The byte level of a node's front door (door.cpp): the calls a connection
 // reads and writes with, plain TCP or TLS over the door's one context.
-// Only door.cpp includes it.
+// Only door.cpp includes it. Also the names connections get.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <functional>
 
 #include <caf/io/network/native_socket.hpp>
@@ -20,6 +22,19 @@ namespace quern::remote_detail::door_io {
 
 using caf::io::network::native_socket;
 using caf::io::network::rw_state;
+
+// The name CAF's BASP broker knows a connection or a listening socket by.
+// CAF 0.17.6 names each by its descriptor, and forgets a closed connection
+// later, through its queue of received messages: a connection accepted in
+// between on the same descriptor number (the OS hands out the lowest free
+// one) was taken for the closed one's peer. Its handshake was dropped and
+// its messages answered to that peer, so clients that started together
+// failed their connect now and then. A door's names are never reused (and
+// above any descriptor number, should CAF make a name of its own).
+inline int64_t fresh_handle_id() {
+  static std::atomic<int64_t> last{int64_t{1} << 40};
+  return ++last;
+}
 
 // OpenSSL writes to a socket with write(): a peer gone raises SIGPIPE,
 // which is blocked around each call and the pending one dropped after (as
