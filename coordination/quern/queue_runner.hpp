@@ -70,6 +70,16 @@ public:
   /// Several rows, in order.
   void emit(std::vector<element> rows);
 
+  /// For an op whose rows come from nowhere upstream (a reader, a
+  /// generator): if the queue refuses this run's rows whole (a stop cancelled
+  /// or withdrew its push), `take_back` is called in this worker before it
+  /// ends, and the rows count as never made instead of in rows_dropped(). It
+  /// undoes the run (a reader steps back to where the run began); the
+  /// take-backs of several refused runs are called newest first. Rows taken
+  /// from upstream queues go back there instead (docs/queues.md, "What a
+  /// stop keeps").
+  void if_refused(std::function<void()> take_back);
+
   /// The run is complete: enqueue what was emitted, then run again.
   void done();
   /// The input is exhausted (TensorFlow: the op raised OutOfRange): enqueue
@@ -153,6 +163,9 @@ public:
   void emit(element row);
   void emit_many(element batch);
   void emit(std::vector<element> rows);
+  /// As async_run::if_refused: `take_back` undoes this run if the queue
+  /// refuses its rows whole.
+  void if_refused(std::function<void()> take_back);
   /// The input is exhausted: enqueue what was emitted, then end the worker.
   void end();
   /// Registers `hurry`, called from another thread when a pipeline

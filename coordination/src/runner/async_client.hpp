@@ -32,7 +32,12 @@ public:
   void add_rows(std::vector<element> rows);
   void add_batch(element batch);
   bool empty() const noexcept { return pieces_.empty(); }
-  void clear() noexcept { pieces_.clear(); }
+  void clear() noexcept {
+    pieces_.clear();
+    take_back = nullptr;
+  }
+  /// What undoes the run when its rows are refused whole (if_refused).
+  std::function<void()> take_back;
 
   struct piece {
     bool is_batch = false;

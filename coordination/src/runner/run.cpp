@@ -300,6 +300,11 @@ void async_run::emit(std::vector<element> rows) {
   client_->emit("emit", [&](detail::run_output& out) { out.add_rows(std::move(rows)); });
 }
 
+void async_run::if_refused(std::function<void()> take_back) {
+  client_->emit("if_refused",
+                [&](detail::run_output& out) { out.take_back = std::move(take_back); });
+}
+
 void async_run::done() {
   client_->done();
 }
@@ -356,6 +361,10 @@ void blocking_run::emit_many(element batch) {
 
 void blocking_run::emit(std::vector<element> rows) {
   state_->out().add_rows(std::move(rows));
+}
+
+void blocking_run::if_refused(std::function<void()> take_back) {
+  state_->out().take_back = std::move(take_back);
 }
 
 void blocking_run::on_pause(std::function<void()> hurry) {

@@ -1,6 +1,7 @@
 #include "runner_pipe.hpp"
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 
 #include <caf/exit_reason.hpp>
@@ -93,10 +94,24 @@ bool is_reportable(const std::vector<error_code>& closed_codes, bool stopping,
   return !(stopping && is(reason, error_code::cancelled));
 }
 
+void take_back_refused(push_pipe& p) {
+  for (auto i = p.take_backs.rbegin(); i != p.take_backs.rend(); ++i) {
+    try {
+      i->second();
+    } catch (const std::exception& e) {
+      p.rows_dropped += i->first;
+      std::cerr << "quern: " << p.name << " could not take back " << i->first
+                << " refused row(s), counted as dropped: " << e.what() << std::endl;
+    }
+  }
+  p.take_backs.clear();
+}
+
 void record_end(caf::actor_id self, push_pipe& p, const caf::error& reason) {
   if (p.ended)
     return;
   p.ended = true;
+  take_back_refused(p);
   if (p.runner)
     caf::anon_send(p.runner, worker_end_atom::value, uint64_t{self}, p.rows_dropped,
                    reason);
@@ -106,6 +121,7 @@ void end_worker(caf::event_based_actor* self, push_pipe& p, caf::error reason) {
   if (p.ended)
     return;
   p.ended = true;
+  take_back_refused(p);
   if (!p.runner) {
     self->quit(std::move(reason));
     return;
@@ -181,6 +197,14 @@ void schedule_run(caf::event_based_actor* self, push_pipe& p) {
   }
 }
 
+int64_t output_rows(run_output& out) {
+  int64_t rows = 0;
+  for (auto& piece : out.pieces())
+    rows += piece.is_batch ? piece.batch.batch_size()
+                           : static_cast<int64_t>(piece.rows.size());
+  return rows;
+}
+
 namespace {
 
 /// A run's rows as one push, so that the queue stores them whole or refuses
@@ -191,12 +215,9 @@ namespace {
 void push_run(caf::event_based_actor* self, push_pipe& p, run_output& out) {
   auto& pieces = out.pieces();
   bool batches = true;
-  int64_t rows = 0;
-  for (auto& piece : pieces) {
+  for (auto& piece : pieces)
     batches = batches && piece.is_batch;
-    rows += piece.is_batch ? piece.batch.batch_size()
-                           : static_cast<int64_t>(piece.rows.size());
-  }
+  auto rows = output_rows(out);
   p.pushes.push_back(rows);
   if (pieces.size() == 1 && !batches) {
     self->send(p.queue, push_atom::value, std::move(pieces.front().rows));
@@ -234,6 +255,7 @@ void after_run(caf::event_based_actor* self, push_pipe& p, run_output& out, bool
   if (!out.empty()) {
     push_pipe::run_in_flight r;
     r.sources = std::move(sources);
+    r.take_back = std::move(out.take_back);
     p.runs_in_flight.push_back(std::move(r));
     push_run(self, p, out);
   } else { // the run consumed its sources (a filter) or had none
@@ -263,6 +285,8 @@ void settle(caf::event_based_actor* self, push_pipe& p, push_pipe::run_in_flight
   if (r.refused > 0) {
     if (r.stored == 0 && !r.sources.empty())
       give_back_all(self, r.sources);
+    else if (r.stored == 0 && r.take_back)
+      p.take_backs.emplace_back(r.refused, std::move(r.take_back));
     else
       p.rows_dropped += r.refused;
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -89,6 +90,7 @@ struct push_pipe {
     int64_t stored = 0;
     int64_t refused = 0;
     std::vector<taken_rows> sources;
+    std::function<void()> take_back; // the op's undo (if_refused)
   };
   std::deque<run_in_flight> runs_in_flight;
   /// Set when the worker is done: it quits with this reason once nothing is
@@ -110,6 +112,9 @@ struct push_pipe {
   std::string name;
   /// Rows refused by the queue that could not go back (reported at the end).
   int64_t rows_dropped = 0;
+  /// Refused runs the op takes back (if_refused), oldest first, with their
+  /// rows: called newest first before the worker reports its end.
+  std::vector<std::pair<int64_t, std::function<void()>>> take_backs;
   /// The end was reported (record_end or end_worker, once).
   bool ended = false;
   /// The worker waits for its upstream queues before it ends.
@@ -129,6 +134,12 @@ struct push_pipe {
            static_cast<int32_t>(pushes.size()) < window;
   }
 };
+
+/// The rows of a run's output.
+int64_t output_rows(run_output& out);
+/// The op takes back its refused runs, newest first (if_refused); a
+/// take-back that throws leaves its rows counted as dropped.
+void take_back_refused(push_pipe& p);
 
 /// Every worker ends here: it reports its end (its rows dropped and its exit
 /// reason) to its runner and quits once the runner answered, so that once

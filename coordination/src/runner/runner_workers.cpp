@@ -54,14 +54,26 @@ void async_try_finish(async_worker_ptr self) {
   try_finish(self, st.pipe, st.client.abandoned() && st.client.owed());
 }
 
+/// The active run is abandoned (a stop or a pause): its sources go back,
+/// and rows it emitted from nowhere upstream are taken back by the op now
+/// (if_refused), before older runs' are: it is the newest.
+void abandon_run(async_worker_ptr self) {
+  auto& st = self->state;
+  st.pipe.run_active = false;
+  auto& out = st.client.out();
+  if (!out.empty() && out.take_back) {
+    st.pipe.take_backs.emplace_back(output_rows(out), std::move(out.take_back));
+    take_back_refused(st.pipe);
+  }
+  st.pipe.upstream.release(self, st.client.abandon());
+}
+
 /// The async worker ends with `reason`: an active run is abandoned (its
 /// sources go back), pending pushes are withdrawn.
 void async_wind_down(async_worker_ptr self, caf::error reason) {
   auto& st = self->state;
-  if (st.pipe.run_active) {
-    st.pipe.run_active = false;
-    st.pipe.upstream.release(self, st.client.abandon());
-  }
+  if (st.pipe.run_active)
+    abandon_run(self);
   wind_down(self, st.pipe, std::move(reason));
   async_try_finish(self);
 }
@@ -91,10 +103,8 @@ caf::result<bool> async_pause(async_worker_ptr self, bool on) {
     schedule_run(self, p);
     return true;
   }
-  if (p.run_active) {
-    p.run_active = false;
-    p.upstream.release(self, st.client.abandon());
-  }
+  if (p.run_active)
+    abandon_run(self);
   if (!(st.client.abandoned() && st.client.owed()))
     return true;
   auto rp = self->make_response_promise<bool>();
