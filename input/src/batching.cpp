@@ -59,6 +59,12 @@ example_source& example_source::stateless() {
   return *this;
 }
 
+example_source&
+example_source::with_take_back(std::function<std::function<void()>()> undo_last) {
+  undo_last_ = std::move(undo_last);
+  return *this;
+}
+
 namespace {
 
 std::string dtypes_text(const std::vector<dtype>& dtypes) {
@@ -130,9 +136,14 @@ enqueue_op example_source::make_op(bool enqueue_many, const keep_fn& keep,
                                    std::string name) const {
   if (auto source = std::get_if<example_fn>(&kind_)) {
     auto fn = *source;
+    auto undo_last = undo_last_;
     return blocking_op(
-        [fn, enqueue_many, keep](blocking_run& run) {
-          emit_kept(run, fn(), enqueue_many, keep);
+        [fn, undo_last, enqueue_many, keep](blocking_run& run) {
+          auto e = fn();
+          if (undo_last)
+            if (auto undo = undo_last())
+              run.if_refused(std::move(undo));
+          emit_kept(run, e, enqueue_many, keep);
         },
         std::move(name));
   }
@@ -310,9 +321,14 @@ batched make_batch(pipeline& pipe, std::vector<example_source> sources, bool rep
   // Build every op before spawning, so that a bad source spawns nothing.
   std::vector<enqueue_op> ops;
   if (replicate) {
+    // Threads of one source share its reader: one thread's read cannot be
+    // undone alone, so their refused rows are counted, not taken back.
+    auto shared = sources.front();
+    if (opts.num_threads > 1)
+      shared.with_take_back(nullptr);
     for (int32_t i = 0; i < opts.num_threads; ++i)
-      ops.push_back(sources.front().make_op(opts.enqueue_many, keep,
-                                            "enqueue" + std::to_string(i)));
+      ops.push_back(
+          shared.make_op(opts.enqueue_many, keep, "enqueue" + std::to_string(i)));
   } else {
     for (size_t i = 0; i < sources.size(); ++i)
       ops.push_back(

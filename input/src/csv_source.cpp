@@ -115,6 +115,8 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
     std::vector<tensor> defaults;
     csv_source_options opts;
     std::shared_ptr<reader_group> group;
+    /// What undoes the last read (with_take_back; the source's own thread).
+    std::function<void()> undo_last;
   };
   auto group = group_of(filenames);
   auto part = "readers of " + checkpoint_name(blocking_queue{sys, filenames}.spec());
@@ -136,12 +138,32 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
         g.to_continue.pop_front();
       }
     }
+    // What a stop keeps: the reader as it was, so that a read whose rows
+    // the queue refuses is taken back (its unit goes on from there, or,
+    // when the read started it, waits to be continued by any reader).
+    auto before = st->reader->serialize_state();
+    auto was_at = st->reader->current_work();
     auto lines = st->reader->read_values_up_to(st->files, st->opts.read_batch);
+    auto began = st->reader->last_read_start();
+    std::weak_ptr<state> weak = st;
+    st->undo_last = [weak, before = std::move(before), was_at, began] {
+      auto s = weak.lock();
+      if (!s)
+        return;
+      std::lock_guard<std::mutex> guard{s->group->mtx};
+      s->reader->restore_state(before);
+      if (began && began != was_at)
+        s->group->to_continue.push_front(*began);
+    };
     return element{decode_csv(lines, st->defaults, st->opts.field_delim,
                               st->opts.use_quote_delim, st->opts.na_value,
                               st->opts.select_cols)};
   }}};
   source.with_signature(std::move(sig));
+  source.with_take_back([weak = std::weak_ptr<state>(st)]() -> std::function<void()> {
+    auto s = weak.lock();
+    return s ? std::move(s->undo_last) : nullptr;
+  });
   // One state for every source of the queue, which the batching helper adds
   // to the pipeline once (it holds the group weakly: no cycle).
   std::shared_ptr<const source_state> shared;

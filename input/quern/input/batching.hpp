@@ -94,6 +94,12 @@ public:
   /// enqueue-op sources need neither.
   example_source& with_state(std::shared_ptr<const source_state> state);
   example_source& stateless();
+  /// What a stop keeps (docs/queues.md): `undo_last` is called in the
+  /// function's thread right after each call and returns what undoes that
+  /// call (or nothing). If a stop refuses the call's rows whole, that undo
+  /// runs (blocking_run::if_refused) and the rows count as never read,
+  /// not as dropped. csv_source steps its reader back this way.
+  example_source& with_take_back(std::function<std::function<void()>()> undo_last);
   const std::shared_ptr<const source_state>& state() const noexcept { return state_; }
   bool is_stateless() const noexcept { return stateless_; }
   const std::optional<example_signature>& signature() const noexcept {
@@ -111,6 +117,7 @@ private:
   std::optional<example_signature> signature_;
   std::shared_ptr<const source_state> state_;
   bool stateless_ = false;
+  std::function<std::function<void()>()> undo_last_;
 };
 
 struct batch_options {

@@ -235,6 +235,13 @@ public:
   /// negative records, and the open errors of restore_state; after an error
   /// the reader is as it was.
   void continue_work(const work_position& position);
+  /// RD-11: where the last read_up_to or read_values_up_to began: its work
+  /// unit at the position of the first record it produced (a read never
+  /// spans two units, RD-2). nullopt when that read produced none, or for a
+  /// reader made from a plain source_factory. With serialize_state taken
+  /// before the read, what undoes it: restore_state, and this unit continued
+  /// (continue_work) when the read had started it.
+  std::optional<work_position> last_read_start() const;
 
 protected:
   /// Opens a work unit at a position (a reader kind whose sources can be

@@ -29,6 +29,7 @@ struct reader::impl {
   int64_t unit_records = 0;              // records produced from it
   std::exception_ptr error;              // sticky read error of that unit
   int64_t produced = 0;
+  std::optional<work_position> last_read; // RD-11
   int64_t started = 0;
   int64_t finished = 0;
   caf::actor_addr validated; // last queue whose spec passed RD-1
@@ -133,6 +134,7 @@ struct reader::impl {
       throw invalid_argument_error("num_records must be >= 0 not " + std::to_string(n));
     std::lock_guard<std::mutex> guard{mtx};
     int64_t got = 0;
+    last_read.reset();
     if (n == 0)
       return got; // as TF: nothing read, nothing dequeued
     for (;;) {
@@ -143,6 +145,10 @@ struct reader::impl {
       }
       if (got == n)
         return got;
+      // Where this read's records begin (RD-11): kept once one is produced.
+      std::optional<work_position> at;
+      if (got == 0 && !kind.empty())
+        at = position();
       bool ok;
       try {
         ok = read_one_with(take);
@@ -151,6 +157,8 @@ struct reader::impl {
           return got; // the unit's error stays sticky for the next call
         throw;
       }
+      if (ok && got == 0)
+        last_read = std::move(at);
       got += ok ? 1 : 0;
     }
   }
@@ -383,6 +391,11 @@ void reader::continue_work(const work_position& position) {
   impl_->unit_records = position.records;
   impl_->error = nullptr;
   ++impl_->started;
+}
+
+std::optional<work_position> reader::last_read_start() const {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  return impl_->last_read;
 }
 
 // -- records as elements ------------------------------------------------------
