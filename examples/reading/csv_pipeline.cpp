@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
   std::string checkpoint_dir;
   bool restore = false;
   int64_t stop_after = 0;
-  double telemetry_every = 10;
+  // The run lasts a fraction of a second: a reading every 10 ms draws its
+  // pipeline on the page. A job of hours would take seconds (the library's
+  // default is 10 s).
+  double telemetry_every = 0.01;
   po::options_description desc{
       "csv_pipeline: the reading-data guide's input pipeline (CSV files -> "
       "string_input_producer -> readers + decode_csv -> shuffle_batch) training a "
