@@ -10,6 +10,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
 
 #include "pipeline_state.hpp"
@@ -42,6 +43,16 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
     if (!seen.insert(q.address()).second)
       continue;
     auto name = checkpoint_name(blocking_queue{sys, q}.spec());
+    // A queue of another process answers snapshot and restore (RS-10), but
+    // the runners of other processes that feed or drain it do not pause for
+    // this pipeline: its rows would be taken while rows are on their way.
+    if (detail::confirms_taking(q))
+      throw failed_precondition_error(
+          "queue '" + name +
+          "' of this pipeline is a queue of another process: a pipeline's checkpoint "
+          "covers the queues and runners of its own process, and runners of other "
+          "processes would not pause for it (take such a queue's snapshot yourself "
+          "while nothing moves through it; docs/resume.md)");
     if (!out.emplace(name, q).second)
       throw invalid_argument_error(
           "two queues of this pipeline are named '" + name +

@@ -1,11 +1,13 @@
-// Checkpoints across processes (docs/resume.md, "Across processes"): a
-// queue of another process snapshotted and restored through its node.
+// Checkpoints across processes (docs/resume.md): a queue of another process
+// snapshotted and restored through its node, and a pipeline that refuses to
+// checkpoint one.
 #include <string>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
 #include <quern/blocking_queue.hpp>
+#include <quern/pipeline.hpp>
 #include <quern/queue.hpp>
 #include <quern/remote.hpp>
 
@@ -72,6 +74,43 @@ TEST_CASE("distributed RS-10 a queue of another process is snapshotted and resto
     for (int i = 0; i < 5; ++i)
       rows.dequeue();
     waiting.join();
+  }
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE(
+    "distributed RS-11 a pipeline refuses to checkpoint a queue of another process") {
+  scratch_dir dir;
+  auto host = start_host(dir);
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::blocking_queue rows{sys, node.queue("rows")};
+    rows.enqueue(quern::element{quern::tensor::scalar(int64_t{7})});
+    quern::pipeline pipe{sys};
+    auto in = pipe.make_consumer(node.queue("rows"));
+    auto refused = [](auto&& call) {
+      try {
+        call();
+      } catch (const quern::failed_precondition_error& e) {
+        return std::string(e.what());
+      }
+      return std::string("not refused");
+    };
+    auto why = refused([&] { pipe.snapshot(3); });
+    CHECK_THAT(why, Catch::Contains("queue 'rows' of this pipeline is a queue of another "
+                                    "process"));
+    quern::pipeline_snapshot s;
+    s.step = 3;
+    s.queues["rows"] = quern::queue_state{};
+    why = refused([&] { pipe.restore(s); });
+    CHECK_THAT(why, Catch::Contains("queue 'rows' of this pipeline is a queue of another "
+                                    "process"));
+    // Nothing was taken or put back: the row is still there.
+    CHECK(rows.size() == 1);
+    CHECK(rows.dequeue()[0].values<int64_t>()[0] == 7);
   }
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
