@@ -54,6 +54,8 @@ struct coordinator_state {
   uint64_t next_join = 0;
   std::map<uint64_t, caf::typed_response_promise<bool>> waiters;
   uint64_t next_wait = 0;
+  /// Checkpoint members (add_member), by name, while they live.
+  std::map<std::string, caf::actor> members;
 
   static inline const char* name = "quern.coordinator";
 };
@@ -324,7 +326,15 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
   self->state.on_join_warning = std::move(opts.on_join_warning);
   self->set_exception_handler(keep_exception_message);
   self->set_exit_handler([self](caf::exit_msg& msg) { coordinator_exit(self, msg); });
-  self->set_down_handler([self](caf::down_msg& dm) { watched_down(self, dm); });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& members = self->state.members;
+    for (auto i = members.begin(); i != members.end(); ++i)
+      if (i->second.address() == dm.source) {
+        members.erase(i);
+        return;
+      }
+    watched_down(self, dm);
+  });
   return {
       [self](request_stop_atom, caf::error& err) -> caf::result<bool> {
         auto& st = self->state;
@@ -369,6 +379,32 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
       [self](join_timeout_atom, uint64_t id) { finish_join(self, id); },
       [self](join_warning_atom, uint64_t id) { warn_join(self, id); },
       [self](status_atom) { return status_of(self->state); },
+      [self](add_member_atom, caf::actor& member,
+             std::string& name) -> caf::result<bool> {
+        if (!member)
+          return make_error(error_code::invalid_argument,
+                            "add_member: checkpoint member '" + name + "' is no actor");
+        if (name.empty() || name.find('/') != std::string::npos)
+          return make_error(error_code::invalid_argument,
+                            "a checkpoint member's name must be non-empty and without "
+                            "'/', not '" +
+                                name + "'");
+        auto& members = self->state.members;
+        if (auto i = members.find(name); i != members.end())
+          return make_error(error_code::invalid_argument,
+                            "a checkpoint member named '" + name +
+                                "' is already registered with this coordinator "
+                                "(give each process's pipeline a name of its own)");
+        self->monitor(member);
+        members.emplace(std::move(name), std::move(member));
+        return true;
+      },
+      [self](members_atom) {
+        std::vector<registration> out;
+        for (auto& [name, member] : self->state.members)
+          out.push_back({member, name, false, false});
+        return out;
+      },
   };
 }
 

@@ -362,6 +362,12 @@ coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c
         return ask<join_report>(self, c, a, std::move(xs), grace, live);
       },
       [=](status_atom a) { return ask<coordinator_status>(self, c, a); },
+      // A checkpoint member's name is its sections' name in the checkpoint
+      // file: kept as the peer gives it.
+      [=](add_member_atom a, caf::actor& m, std::string& name) {
+        return ask<bool>(self, c, a, std::move(m), std::move(name));
+      },
+      [=](members_atom a) { return ask<std::vector<registration>>(self, c, a); },
       // The coordinator's own timer messages: a peer has no business sending them.
       [](join_timeout_atom, uint64_t) {},
       [](wait_timeout_atom, uint64_t) {},
