@@ -297,3 +297,43 @@ TEST_CASE("distributed RS-12 a member that does not pause, or runs again before 
   CHECK_THAT(why, Catch::Contains("member(s) 'm' ran again on their own"));
   CHECK(quern::blocking_queue{sys, fed}.size() > 0);
 }
+
+TEST_CASE("distributed RS-12 a member whose push waits for room at another process's "
+          "queue does not pause: the checkpoint fails, naming it") {
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=4", "--node.member=host"});
+  auto feeder = start_client(
+      dir, "feeder", host.address,
+      {"--node.role=member-feed", "--node.pace-ms=1", "--node.out=" + dir.file("out")});
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::pipeline_options po;
+    po.checkpoint_pause_limit = 500ms;
+    quern::pipeline chief{sys, po};
+    chief.checkpoint_members_of(node.coordinator());
+    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+    // 'rows' is full and the feeder's next push waits at it (RS-10 shows it).
+    quern::blocking_queue rows{sys, node.queue("rows")};
+    REQUIRE(eventually(run_limit, [&] { return rows.snapshot().waiting_rows() >= 1; }));
+    // Its row is neither stored nor refused: the feeder cannot pause, and
+    // the checkpoint is not taken rather than miss it.
+    std::string why = "not refused";
+    try {
+      chief.snapshot(1);
+    } catch (const quern::deadline_exceeded_error& e) {
+      why = e.what();
+    }
+    CHECK_THAT(why,
+               Catch::Contains("of checkpoint member 'feeder' did not pause within"));
+    CHECK_THAT(why, Catch::Contains("member-feeder"));
+    // Everything runs on, in order.
+    for (int64_t i = 0; i < 10; ++i)
+      CHECK(rows.dequeue()[0].values<int64_t>()[0] == i);
+    quern::coordinator{sys, node.coordinator()}.request_stop();
+  }
+  require_exit(*feeder, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}

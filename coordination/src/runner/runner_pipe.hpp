@@ -123,6 +123,13 @@ struct push_pipe {
   worker_meter_ptr meter;
   /// Pause requests answered once an abandoned run is owed nothing.
   std::vector<caf::typed_response_promise<bool>> pause_waiters;
+  /// The queue is of another process: a pause is answered once every push
+  /// was answered, so that no row of this worker is on the wire when a
+  /// checkpoint of several processes takes that queue's rows (RS-12). A
+  /// push waiting for room there is answered only when stored: the pause
+  /// then waits for it, up to the checkpoint's limit.
+  bool remote_queue = false;
+  bool pushes_on_the_wire() const { return remote_queue && !pushes.empty(); }
 
   bool may_run() const {
     return !finish && !run_active && !paused &&
@@ -152,6 +159,7 @@ void init_pipe(Self* self, push_pipe& p, worker_settings s) {
   p.name = std::move(s.name);
   p.hooks = std::move(s.hooks);
   p.meter = std::move(s.meter);
+  p.remote_queue = detail::confirms_taking(p.queue);
   // A queue that is gone answers no push: the worker must not wait for it.
   self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {

@@ -66,13 +66,26 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   async_try_finish(self);
 }
 
+/// A pause waiting for the worker's pushes to a queue of another process
+/// (and, `settled`, for an abandoned run's owed answers) is answered once
+/// none is on the wire.
+void answer_pause_if_settled(push_pipe& p, bool settled) {
+  if (!settled || p.pushes_on_the_wire())
+    return;
+  for (auto& rp : p.pause_waiters)
+    rp.deliver(true);
+  p.pause_waiters.clear();
+}
+
 /// An abandoned run's last owed answer came: a pause waiting for it is
 /// answered, a worker that ends may end, a resumed one runs again.
 void async_settled(async_worker_ptr self) {
   auto& p = self->state.pipe;
-  for (auto& rp : p.pause_waiters)
-    rp.deliver(true);
-  p.pause_waiters.clear();
+  if (!p.pushes_on_the_wire()) {
+    for (auto& rp : p.pause_waiters)
+      rp.deliver(true);
+    p.pause_waiters.clear();
+  }
   async_try_finish(self);
   if (!p.finish)
     schedule_run(self, p);
@@ -95,7 +108,7 @@ caf::result<bool> async_pause(async_worker_ptr self, bool on) {
     p.run_active = false;
     p.upstream.release(self, st.client.abandon());
   }
-  if (!(st.client.abandoned() && st.client.owed()))
+  if (!(st.client.abandoned() && st.client.owed()) && !p.pushes_on_the_wire())
     return true;
   auto rp = self->make_response_promise<bool>();
   p.pause_waiters.push_back(rp);
@@ -214,6 +227,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
       [self](pushed_atom, int32_t stored, caf::error& err) {
         auto& st = self->state;
         on_pushed(self, st.pipe, stored, err);
+        answer_pause_if_settled(st.pipe, !(st.client.abandoned() && st.client.owed()));
         if (st.pipe.finish) {
           async_wind_down(self, *st.pipe.finish);
           return;
@@ -303,6 +317,7 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       [self](pushed_atom, int32_t stored, caf::error& err) {
         auto& st = self->state;
         on_pushed(self, st.pipe, stored, err);
+        answer_pause_if_settled(st.pipe, true);
         if (st.pipe.finish) {
           try_finish(self, st.pipe, false);
           return;
@@ -316,14 +331,21 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       },
       // Seen only between runs (the run holds this actor's thread): paused
       // at once.
-      [self](worker_pause_atom, bool on) {
+      [self](worker_pause_atom, bool on) -> caf::result<bool> {
         auto& p = self->state.pipe;
         p.paused = on;
         if (p.meter)
           p.meter->to(activity::idle);
-        if (!on)
+        if (!on) {
+          answer_pause_if_settled(p, true); // a pause that waited is over
           schedule_run(self, p);
-        return true;
+          return true;
+        }
+        if (!p.pushes_on_the_wire())
+          return true;
+        auto rp = self->make_response_promise<bool>();
+        p.pause_waiters.push_back(rp);
+        return rp;
       },
   };
 }
