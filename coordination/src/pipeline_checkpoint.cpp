@@ -3,26 +3,22 @@
 // again; put a snapshot back into a pipeline built the same way.
 
 #include <algorithm>
-#include <atomic>
 #include <iostream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/send.hpp>
-#include <caf/stateful_actor.hpp>
 
 #include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
 
+#include "pipeline_checkpoint.hpp"
 #include "pipeline_state.hpp"
-#include "runner/runner_shared.hpp"
 
 namespace quern {
 
-namespace {
+namespace pipeline_ckpt {
 
 std::string seconds(caf::timespan t) {
   std::ostringstream os;
@@ -30,8 +26,6 @@ std::string seconds(caf::timespan t) {
   return os.str();
 }
 
-/// The queues of a pipeline (its runners' and its consumers'), each once,
-/// by checkpoint name.
 /// Whether this pipeline's checkpoint spans processes: it is a member of
 /// another's, or it pauses members of other processes. Then the queues of
 /// other processes are left to their own process's member.
@@ -40,6 +34,8 @@ bool across_processes(const consumer::state& st) {
   return !st.member_name.empty() || st.members_of;
 }
 
+/// The queues of a pipeline (its runners' and its consumers'), each once,
+/// by checkpoint name.
 std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
                                              const consumer::state& st) {
   bool across = across_processes(st);
@@ -138,32 +134,6 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-/// A member's sections: its own queues and its parts, taken while its
-/// runners are paused.
-std::map<std::string, std::string> member_sections(caf::actor_system& sys,
-                                                   const consumer::state& st) {
-  std::map<std::string, std::string> out;
-  for (auto& [name, q] : queues_of(sys, st))
-    out.emplace("queue/" + name, encode_queue_state(blocking_queue{sys, q}.snapshot()));
-  for (auto& p : parts_of(st))
-    out.emplace("part/" + p.name, p.save());
-  return out;
-}
-
-struct member_state {
-  std::shared_ptr<consumer::state> st;
-  std::string member;
-  /// Paused for the checkpoint of `token`: these runners run again at its
-  /// member_resume, or when the hold passed.
-  bool paused = false;
-  uint64_t token = 0;
-  std::vector<detail::runner_impl_actor> runners;
-  caf::timespan limit{0};
-  static inline const char* name = "quern.checkpoint_member";
-};
-
-using member_ptr = checkpoint_member_actor::stateful_pointer<member_state>;
-
 /// How long a member stays paused at most: its runners pause within
 /// `limit`, the checkpointing pipeline's within the same limit, and then
 /// its queues and parts are taken; past this the member runs again on its
@@ -173,87 +143,9 @@ caf::timespan hold_of(caf::timespan limit) {
   return 3 * limit + std::chrono::seconds(5);
 }
 
-checkpoint_member_actor::behavior_type
-member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::string name) {
-  self->state.st = std::move(st);
-  self->state.member = std::move(name);
-  auto resume = [self] {
-    auto& ms = self->state;
-    pause_all(self->home_system(), ms.runners, false, ms.limit);
-    ms.runners.clear();
-    ms.paused = false;
-  };
-  return {
-      [self, resume](member_pause_atom, uint64_t token,
-                     caf::timespan limit) -> caf::result<bool> {
-        auto& ms = self->state;
-        if (ms.paused)
-          return make_error(error_code::failed_precondition,
-                            "checkpoint member '" + ms.member +
-                                "' is paused for another checkpoint already");
-        ms.runners = running(*ms.st);
-        ms.limit = limit;
-        ms.paused = true;
-        ms.token = token;
-        auto late = pause_all(self->home_system(), ms.runners, true, limit);
-        if (!late.empty()) {
-          resume();
-          return make_error(error_code::deadline_exceeded,
-                            "worker(s) " + joined(late) + " of checkpoint member '" +
-                                ms.member + "' did not pause within " + seconds(limit));
-        }
-        caf::delayed_anon_send(caf::actor_cast<checkpoint_member_actor>(self),
-                               hold_of(limit), member_resume_atom::value, token);
-        return true;
-      },
-      [self](member_sections_atom,
-             uint64_t token) -> caf::result<std::map<std::string, std::string>> {
-        auto& ms = self->state;
-        if (!ms.paused || ms.token != token)
-          return make_error(
-              error_code::failed_precondition,
-              "checkpoint member '" + ms.member +
-                  "' is not paused for this checkpoint (it ran again on its "
-                  "own after " +
-                  seconds(hold_of(ms.limit)) + ")");
-        try {
-          return member_sections(self->home_system(), *ms.st);
-        } catch (const op_error& e) {
-          return make_error(e.code(),
-                            "checkpoint member '" + ms.member + "': " + e.what());
-        } catch (const std::exception& e) {
-          return make_error(error_code::internal,
-                            "checkpoint member '" + ms.member + "': " + e.what());
-        }
-      },
-      [self, resume](member_resume_atom, uint64_t token) {
-        auto& ms = self->state;
-        if (!ms.paused || ms.token != token)
-          return false;
-        resume();
-        return true;
-      },
-  };
-}
+} // namespace pipeline_ckpt
 
-/// Asks `coord` for its checkpoint members.
-std::vector<registration>
-members_of(caf::actor_system& sys, const coordinator_actor& coord, caf::timespan limit) {
-  std::vector<registration> out;
-  caf::scoped_actor self{sys};
-  self->request(coord, limit, members_atom::value)
-      .receive(
-          [&](std::vector<registration>& rs) { out = std::move(rs); },
-          [&](caf::error& err) {
-            throw_error(make_error(
-                err.category() == error_category ? code_of(err) : error_code::unavailable,
-                "cannot ask the coordinator for its checkpoint members: " +
-                    sys.render(err)));
-          });
-  return out;
-}
-
-} // namespace
+using namespace pipeline_ckpt;
 
 std::string checkpoint_name(const queue_spec& spec) {
   const auto& r = spec.resource_name;
@@ -288,24 +180,11 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     std::lock_guard<std::mutex> guard{state_->mtx};
     coord = state_->members_of;
   }
-  std::vector<registration> members;
-  if (coord)
-    members = members_of(sys_, coord, limit);
-  // The members pause with this pipeline's runners: their requests go out
-  // first, then this pipeline's runners pause, then their answers are read.
-  static std::atomic<uint64_t> next_token{1};
-  auto token = next_token++;
-  caf::scoped_actor self{sys_};
-  using pause_answer =
-      decltype(self->request(std::declval<checkpoint_member_actor>(), limit,
-                             member_pause_atom::value, token, limit));
-  std::vector<pause_answer> asked;
-  for (auto& m : members)
-    asked.push_back(self->request(caf::actor_cast<checkpoint_member_actor>(m.actor),
-                                  limit + std::chrono::seconds(5),
-                                  member_pause_atom::value, token, limit));
+  // The members of other processes pause with this pipeline's runners:
+  // their requests go out first (RS-12).
+  members_pause members{sys_, coord, limit};
   auto late = pause_all(sys_, runners, true, limit);
-  // However this ends, the runners run again, and so do the members.
+  // However this ends, the runners run again (and so do the members).
   struct resume_at_exit {
     caf::actor_system& sys;
     const std::vector<detail::runner_impl_actor>& runners;
@@ -313,48 +192,13 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     ~resume_at_exit() { pause_all(sys, runners, false, limit); }
   } resume{sys_, runners, limit};
   std::vector<std::string> failed;
-  std::vector<std::string> paused;
-  for (size_t i = 0; i < asked.size(); ++i)
-    asked[i].receive([&](bool) { paused.push_back(members[i].name); },
-                     [&](caf::error& err) {
-                       failed.push_back("member '" + members[i].name +
-                                        "': " + sys_.render(err));
-                     });
-  // Every member is paused: their sections now.
+  members.await_paused(failed);
   pipeline_snapshot s;
-  if (failed.empty() && late.empty())
-    for (auto& m : members)
-      self->request(caf::actor_cast<checkpoint_member_actor>(m.actor), limit,
-                    member_sections_atom::value, token)
-          .receive(
-              [&](std::map<std::string, std::string>& sections) {
-                s.members.emplace(m.name, std::move(sections));
-              },
-              [&](caf::error& err) {
-                failed.push_back("member '" + m.name + "': " + sys_.render(err));
-              });
-  // Members that paused run again: at once when the snapshot fails, else
-  // once this pipeline's queues and parts are taken. A member that had run
-  // again on its own meanwhile fails the snapshot.
-  auto resume_members = [&] {
-    std::vector<std::string> ran_on;
-    for (auto& m : members) {
-      if (std::find(paused.begin(), paused.end(), m.name) == paused.end())
-        continue;
-      self->request(caf::actor_cast<checkpoint_member_actor>(m.actor), limit,
-                    member_resume_atom::value, token)
-          .receive(
-              [&](bool was_paused) {
-                if (!was_paused)
-                  ran_on.push_back(m.name);
-              },
-              [](caf::error&) {}); // lost after its sections were taken
-    }
-    paused.clear();
-    return ran_on;
-  };
+  // Every member is paused: their sections now.
+  if (late.empty() && failed.empty())
+    members.take_sections(s.members, failed);
   if (!late.empty() || !failed.empty()) {
-    resume_members();
+    members.resume();
     std::string why;
     if (!late.empty())
       why = "worker(s) " + joined(late) + " did not pause within " + seconds(limit) +
@@ -367,16 +211,12 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
                                   "; nothing was saved and the pipeline runs on");
   }
   s.step = step;
-  try {
-    for (auto& [name, q] : queues)
-      s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
-    for (auto& p : parts)
-      s.parts.emplace(p.name, p.save());
-  } catch (...) {
-    resume_members();
-    throw;
-  }
-  auto ran_on = resume_members();
+  for (auto& [name, q] : queues)
+    s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
+  for (auto& p : parts)
+    s.parts.emplace(p.name, p.save());
+  // A member that ran again on its own meanwhile fails the snapshot.
+  auto ran_on = members.resume();
   if (!ran_on.empty())
     throw deadline_exceeded_error(
         "checkpoint at step " + std::to_string(step) + " not taken: member(s) " +
@@ -541,101 +381,6 @@ std::optional<std::string> pipeline::restore_latest() {
     own.sections.emplace(section, bytes);
   restore(from_checkpoint(own));
   return path;
-}
-
-void pipeline::add_checkpoint_queue(queue_actor q) {
-  if (!q)
-    throw invalid_argument_error("add_checkpoint_queue: invalid queue handle");
-  std::lock_guard<std::mutex> guard{state_->mtx};
-  state_->consumed.push_back(std::move(q));
-}
-
-void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string name) {
-  if (!coord)
-    throw invalid_argument_error("checkpoint_as_member needs a coordinator");
-  {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    if (!state_->member_name.empty())
-      throw failed_precondition_error("this pipeline is checkpoint member '" +
-                                      state_->member_name + "' already");
-  }
-  // Restored first, registered then: no checkpoint pauses a member that
-  // has not taken its sections back.
-  bool restore_first = false;
-  {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    state_->member_name = name;
-    restore_first = opts_.restore && !state_->restore_tried;
-    state_->restore_tried = true;
-  }
-  try {
-    if (restore_first)
-      restore_latest();
-  } catch (...) {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    state_->member_name.clear();
-    throw;
-  }
-  auto member = sys_.spawn<caf::detached>(member_behavior, state_, name);
-  caf::scoped_actor self{sys_};
-  caf::error failed;
-  self->request(coord, std::chrono::seconds(60), add_member_atom::value,
-                caf::actor_cast<caf::actor>(member), name)
-      .receive([](bool) {}, [&](caf::error& err) { failed = std::move(err); });
-  if (failed) {
-    caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
-    {
-      std::lock_guard<std::mutex> guard{state_->mtx};
-      state_->member_name.clear();
-    }
-    if (failed.category() == error_category)
-      throw_error(failed);
-    throw unavailable_error("cannot register checkpoint member '" + name +
-                            "' with its coordinator: " + sys_.render(failed));
-  }
-  std::lock_guard<std::mutex> guard{state_->mtx};
-  state_->member = caf::actor_cast<caf::actor>(member);
-}
-
-void pipeline::checkpoint_members_of(const coordinator_actor& coord) {
-  if (!coord)
-    throw invalid_argument_error("checkpoint_members_of needs a coordinator");
-  std::lock_guard<std::mutex> guard{state_->mtx};
-  state_->members_of = coord;
-}
-
-void pipeline::await_checkpoint_members(const std::vector<std::string>& names,
-                                        caf::timespan limit) {
-  coordinator_actor coord;
-  {
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    coord = state_->members_of;
-  }
-  if (!coord)
-    throw failed_precondition_error(
-        "await_checkpoint_members: call checkpoint_members_of first");
-  auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    std::set<std::string> present;
-    for (auto& r : members_of(sys_, coord, std::chrono::seconds(10)))
-      present.insert(r.name);
-    std::vector<std::string> missing;
-    for (auto& n : names)
-      if (!present.count(n))
-        missing.push_back(n);
-    if (missing.empty())
-      return;
-    if (std::chrono::steady_clock::now() >= until)
-      throw deadline_exceeded_error("checkpoint member(s) " + joined(missing) +
-                                    " did not register with the coordinator within " +
-                                    seconds(limit));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-std::vector<std::string> pipeline::restored_members() const {
-  std::lock_guard<std::mutex> guard{state_->mtx};
-  return state_->restored_members;
 }
 
 int64_t pipeline::restored_step() const {
