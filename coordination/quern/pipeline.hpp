@@ -299,8 +299,9 @@ public:
   /// this member's sections of the newest checkpoint of checkpoint_dir (a
   /// directory the checkpointing process writes); a checkpoint that has no
   /// sections of this member restores nothing here, and says so on stderr.
-  /// Throws the coordinator's invalid_argument_error for a name taken or
-  /// malformed, and unavailable_error when it cannot be reached.
+  /// Throws invalid_argument_error for a malformed name (before anything is
+  /// restored) and the coordinator's for a name taken, unavailable_error when
+  /// it cannot be reached within a minute; the pipeline is no member then.
   void checkpoint_as_member(const coordinator_actor& coord, std::string name);
   /// The checkpoint members registered with `coord` take part in every
   /// snapshot of this pipeline: each pauses its runners with this

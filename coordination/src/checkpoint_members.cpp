@@ -116,16 +116,15 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
 std::vector<registration>
 members_of(caf::actor_system& sys, const coordinator_actor& coord, caf::timespan limit) {
   std::vector<registration> out;
+  caf::error failed;
   caf::scoped_actor self{sys};
   self->request(coord, limit, members_atom::value)
-      .receive(
-          [&](std::vector<registration>& rs) { out = std::move(rs); },
-          [&](caf::error& err) {
-            throw_error(make_error(
-                err.category() == error_category ? code_of(err) : error_code::unavailable,
-                "cannot ask the coordinator for its checkpoint members: " +
-                    sys.render(err)));
-          });
+      .receive([&](std::vector<registration>& rs) { out = std::move(rs); },
+               [&](caf::error& err) { failed = std::move(err); });
+  if (failed)
+    throw_error(make_error(
+        failed.category() == error_category ? code_of(failed) : error_code::unavailable,
+        "cannot ask the coordinator for its checkpoint members: " + sys.render(failed)));
   return out;
 }
 
@@ -204,6 +203,11 @@ void pipeline::add_checkpoint_queue(queue_actor q) {
 void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string name) {
   if (!coord)
     throw invalid_argument_error("checkpoint_as_member needs a coordinator");
+  // Checked here too (the coordinator checks it), before anything is restored.
+  if (name.empty() || name.find('/') != std::string::npos)
+    throw invalid_argument_error(
+        "a checkpoint member's name must be non-empty and without '/', not '" + name +
+        "'");
   {
     std::lock_guard<std::mutex> guard{state_->mtx};
     if (!state_->member_name.empty())
