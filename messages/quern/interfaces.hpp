@@ -92,7 +92,8 @@ using streaming_queue_actor =
                      caf::reacts_to<pull_atom, demand>,
                      caf::reacts_to<give_back_atom, std::vector<element>>,
                      caf::reacts_to<unpull_atom>, caf::reacts_to<unpush_atom>,
-                     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
+                     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>,
+                     caf::reacts_to<barrier_atom, uint64_t>>;
 
 /// The interface of every queue actor: both protocols. It converts to
 /// either part (a strict_queue_actor for code that only calls TensorFlow's

@@ -25,6 +25,7 @@ namespace {
 // relay passes on to its peer.
 using client_relay_actor = remote_queue_actor::extend<
     caf::reacts_to<pushed_atom, int32_t, caf::error>,
+    caf::reacts_to<barrier_passed_atom, uint64_t>,
     caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
 
 // -- one relay per client actor of a peer ------------------------------------------
@@ -221,6 +222,7 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       pass,
       // The queue's answers to what this relay streamed.
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
+      [=](barrier_passed_atom a, uint64_t token) { back(a, token); },
       [=](pulled_atom a, std::vector<element>& xs, caf::error& err) {
         book->sent(xs, err);
         if (!book->draining)

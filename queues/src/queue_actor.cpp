@@ -110,6 +110,15 @@ public:
           core_.unpush(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
+        // Messages of one sender arrive in order: what it sent before is
+        // here (RS-12).
+        [this](barrier_atom, uint64_t token) {
+          if (auto& sender = current_sender())
+            sender->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{ctrl()},
+                                                      caf::make_message_id(), {},
+                                                      barrier_passed_atom::value, token),
+                            context());
+        },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
           // Runners declared by an actor are its own, forgotten when it goes
           // down (a relay of a lost process); an anonymous declaration (a

@@ -123,13 +123,14 @@ struct push_pipe {
   worker_meter_ptr meter;
   /// Pause requests answered once an abandoned run is owed nothing.
   std::vector<caf::typed_response_promise<bool>> pause_waiters;
-  /// The queue is of another process: a pause is answered once every push
-  /// was answered, so that no row of this worker is on the wire when a
-  /// checkpoint of several processes takes that queue's rows (RS-12). A
-  /// push waiting for room there is answered only when stored: the pause
-  /// then waits for it, up to the checkpoint's limit.
+  /// The queue is of another process: a pause with pushes unanswered is
+  /// answered once a barrier sent after them came back (barrier_atom), so
+  /// that no row of this worker is on the wire when a checkpoint of several
+  /// processes takes that queue's rows (RS-12): each is stored, or waits for
+  /// room among the queue's waiting rows.
   bool remote_queue = false;
-  bool pushes_on_the_wire() const { return remote_queue && !pushes.empty(); }
+  uint64_t barrier = 0;         // the last barrier sent
+  bool barrier_pending = false; // it has not come back yet
 
   bool may_run() const {
     return !finish && !run_active && !paused &&

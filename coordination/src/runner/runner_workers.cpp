@@ -66,11 +66,20 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   async_try_finish(self);
 }
 
-/// A pause waiting for the worker's pushes to a queue of another process
-/// (and, `settled`, for an abandoned run's owed answers) is answered once
-/// none is on the wire.
+/// Before a pause is answered: pushes unanswered by a queue of another
+/// process may still be on the wire; a barrier sent after them comes back
+/// once they all reached it.
+void send_barrier(caf::event_based_actor* self, push_pipe& p) {
+  if (!p.remote_queue || p.pushes.empty())
+    return;
+  p.barrier_pending = true;
+  self->send(p.queue, barrier_atom::value, ++p.barrier);
+}
+
+/// A pause waiting for the worker's barrier (and, `settled`, for an
+/// abandoned run's owed answers) is answered once it came back.
 void answer_pause_if_settled(push_pipe& p, bool settled) {
-  if (!settled || p.pushes_on_the_wire())
+  if (!settled || p.barrier_pending)
     return;
   for (auto& rp : p.pause_waiters)
     rp.deliver(true);
@@ -81,7 +90,7 @@ void answer_pause_if_settled(push_pipe& p, bool settled) {
 /// answered, a worker that ends may end, a resumed one runs again.
 void async_settled(async_worker_ptr self) {
   auto& p = self->state.pipe;
-  if (!p.pushes_on_the_wire()) {
+  if (!p.barrier_pending) {
     for (auto& rp : p.pause_waiters)
       rp.deliver(true);
     p.pause_waiters.clear();
@@ -108,7 +117,8 @@ caf::result<bool> async_pause(async_worker_ptr self, bool on) {
     p.run_active = false;
     p.upstream.release(self, st.client.abandon());
   }
-  if (!(st.client.abandoned() && st.client.owed()) && !p.pushes_on_the_wire())
+  send_barrier(self, p);
+  if (!(st.client.abandoned() && st.client.owed()) && !p.barrier_pending)
     return true;
   auto rp = self->make_response_promise<bool>();
   p.pause_waiters.push_back(rp);
@@ -227,7 +237,6 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
       [self](pushed_atom, int32_t stored, caf::error& err) {
         auto& st = self->state;
         on_pushed(self, st.pipe, stored, err);
-        answer_pause_if_settled(st.pipe, !(st.client.abandoned() && st.client.owed()));
         if (st.pipe.finish) {
           async_wind_down(self, *st.pipe.finish);
           return;
@@ -241,6 +250,13 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
         async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
       [self](worker_pause_atom, bool on) { return async_pause(self, on); },
+      [self](barrier_passed_atom, uint64_t token) {
+        auto& st = self->state;
+        if (token != st.pipe.barrier)
+          return;
+        st.pipe.barrier_pending = false;
+        answer_pause_if_settled(st.pipe, !(st.client.abandoned() && st.client.owed()));
+      },
   };
 }
 
@@ -317,7 +333,6 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       [self](pushed_atom, int32_t stored, caf::error& err) {
         auto& st = self->state;
         on_pushed(self, st.pipe, stored, err);
-        answer_pause_if_settled(st.pipe, true);
         if (st.pipe.finish) {
           try_finish(self, st.pipe, false);
           return;
@@ -337,15 +352,22 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
         if (p.meter)
           p.meter->to(activity::idle);
         if (!on) {
-          answer_pause_if_settled(p, true); // a pause that waited is over
           schedule_run(self, p);
           return true;
         }
-        if (!p.pushes_on_the_wire())
+        send_barrier(self, p);
+        if (!p.barrier_pending)
           return true;
         auto rp = self->make_response_promise<bool>();
         p.pause_waiters.push_back(rp);
         return rp;
+      },
+      [self](barrier_passed_atom, uint64_t token) {
+        auto& p = self->state.pipe;
+        if (token != p.barrier)
+          return;
+        p.barrier_pending = false;
+        answer_pause_if_settled(p, true);
       },
   };
 }
