@@ -99,6 +99,10 @@ struct pipeline_snapshot {
   int64_t step = 0;
   std::map<std::string, queue_state> queues;
   std::map<std::string, std::string> parts;
+  /// The sections of the checkpoint members of other processes, by member
+  /// name (pipeline::checkpoint_members_of): `queue/<name>` (the bytes of
+  /// encode_queue_state) and `part/<name>`, as each member took them.
+  std::map<std::string, std::map<std::string, std::string>> members;
 };
 
 class pipeline;
@@ -275,8 +279,46 @@ public:
   /// The snapshot as a checkpoint file's sections, and back (the sections
   /// `queue/<name>` and `part/<name>`); from_checkpoint throws
   /// data_loss_error naming a section that does not read.
+  /// The members' sections are `member/<member>/queue/<name>` and
+  /// `member/<member>/part/<name>`.
   static checkpoint_contents to_checkpoint(const pipeline_snapshot& s);
   static pipeline_snapshot from_checkpoint(const checkpoint_contents& c);
+
+  // -- checkpoints across processes (docs/resume.md, "Across processes") ------------
+
+  /// A queue of this process that no runner or consumer of this pipeline
+  /// uses (one it serves to other processes), kept in its checkpoint.
+  void add_checkpoint_queue(queue_actor q);
+  /// Makes this pipeline the checkpoint member `name` (no '/') of the
+  /// pipeline of another process that checkpoints with the members of
+  /// `coord` (checkpoint_members_of): its snapshot pauses this pipeline's
+  /// runners too and takes this pipeline's queues and parts as the member's
+  /// sections. Call it before start_queue_runners. The queues of other
+  /// processes that its runners and consumers use are left to their own
+  /// process's member. With options().restore, start_queue_runners restores
+  /// this member's sections of the newest checkpoint of checkpoint_dir (a
+  /// directory the checkpointing process writes); a checkpoint that has no
+  /// sections of this member restores nothing here, and says so on stderr.
+  /// Throws invalid_argument_error for a malformed name (before anything is
+  /// restored) and the coordinator's for a name taken, unavailable_error when
+  /// it cannot be reached within a minute; the pipeline is no member then.
+  void checkpoint_as_member(const coordinator_actor& coord, std::string name);
+  /// The checkpoint members registered with `coord` take part in every
+  /// snapshot of this pipeline: each pauses its runners with this
+  /// pipeline's (within options().checkpoint_pause_limit), answers its
+  /// sections, and runs again once this pipeline's queues and parts are
+  /// taken. A member that does not pause, or is lost, fails the snapshot
+  /// naming it, and every runner runs on. The queues of other processes this
+  /// pipeline's runners and consumers use are left to their process's member.
+  void checkpoint_members_of(const coordinator_actor& coord);
+  /// Waits until every one of `names` is a member registered with the
+  /// coordinator of checkpoint_members_of; throws deadline_exceeded_error
+  /// naming those missing after `limit`.
+  void await_checkpoint_members(const std::vector<std::string>& names,
+                                caf::timespan limit);
+  /// The names of the members of the checkpoint restore() took (none
+  /// without one).
+  std::vector<std::string> restored_members() const;
 
 private:
   caf::actor_system& sys_;

@@ -54,6 +54,8 @@ struct coordinator_state {
   uint64_t next_join = 0;
   std::map<uint64_t, caf::typed_response_promise<bool>> waiters;
   uint64_t next_wait = 0;
+  /// Checkpoint members (add_member), by name, while they live.
+  std::map<std::string, caf::actor> members;
 
   static inline const char* name = "quern.coordinator";
 };
@@ -316,6 +318,46 @@ coordinator_status status_of(const coordinator_state& st) {
   return s;
 }
 
+// -- checkpoint members (docs/resume.md, "Across processes") ----------------------
+
+caf::result<bool> add_member(coordinator_ptr self, caf::actor& member,
+                             std::string& name) {
+  if (!member)
+    return make_error(error_code::invalid_argument,
+                      "add_member: checkpoint member '" + name + "' is no actor");
+  if (name.empty() || name.find('/') != std::string::npos)
+    return make_error(
+        error_code::invalid_argument,
+        "a checkpoint member's name must be non-empty and without '/', not '" + name +
+            "'");
+  auto& members = self->state.members;
+  if (members.count(name) > 0)
+    return make_error(error_code::invalid_argument,
+                      "a checkpoint member named '" + name +
+                          "' is already registered with this coordinator (give each "
+                          "process's pipeline a name of its own)");
+  self->monitor(member);
+  members.emplace(std::move(name), std::move(member));
+  return true;
+}
+
+std::vector<registration> members_of(const coordinator_state& st) {
+  std::vector<registration> out;
+  for (auto& [name, member] : st.members)
+    out.push_back({member, name, false, false});
+  return out;
+}
+
+/// A member that went down is forgotten; false when `who` was none.
+bool forget_member(coordinator_state& st, const caf::actor_addr& who) {
+  for (auto i = st.members.begin(); i != st.members.end(); ++i)
+    if (i->second.address() == who) {
+      st.members.erase(i);
+      return true;
+    }
+  return false;
+}
+
 coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
                                                   coordinator_options opts) {
   self->state.clean_codes = std::move(opts.clean_stop_codes);
@@ -324,7 +366,10 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
   self->state.on_join_warning = std::move(opts.on_join_warning);
   self->set_exception_handler(keep_exception_message);
   self->set_exit_handler([self](caf::exit_msg& msg) { coordinator_exit(self, msg); });
-  self->set_down_handler([self](caf::down_msg& dm) { watched_down(self, dm); });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (!forget_member(self->state, dm.source))
+      watched_down(self, dm);
+  });
   return {
       [self](request_stop_atom, caf::error& err) -> caf::result<bool> {
         auto& st = self->state;
@@ -369,6 +414,10 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_ptr self,
       [self](join_timeout_atom, uint64_t id) { finish_join(self, id); },
       [self](join_warning_atom, uint64_t id) { warn_join(self, id); },
       [self](status_atom) { return status_of(self->state); },
+      [self](add_member_atom, caf::actor& member, std::string& name) {
+        return add_member(self, member, name);
+      },
+      [self](members_atom) { return members_of(self->state); },
   };
 }
 
@@ -409,92 +458,6 @@ caf::error error_from(const std::exception& e, std::exception_ptr copy) {
   if (auto op = dynamic_cast<const op_error*>(&e))
     return op->to_error();
   return make_error(error_code::unknown, e.what());
-}
-
-coordinator::coordinator(caf::actor_system& sys, coordinator_options opts)
-    : sys_(sys), client_(sys), actor_(spawn_coordinator(sys, std::move(opts))),
-      owning_(true) {}
-
-coordinator::coordinator(caf::actor_system& sys, coordinator_actor existing)
-    : sys_(sys), client_(sys), actor_(std::move(existing)), owning_(false) {}
-
-coordinator::~coordinator() {
-  if (!owning_ || !actor_)
-    return;
-  // Stop everything this coordinator watches (runners cancel their queues
-  // and end), then end the coordinator itself: ~actor_system cannot hang on
-  // a pipeline whose owner forgot request_stop or join.
-  try {
-    request_stop();
-  } catch (...) {
-  }
-  caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
-}
-
-template <class T, class... Ts>
-T coordinator::call(Ts&&... xs) {
-  return client_.call<T>(actor_, std::forward<Ts>(xs)...);
-}
-
-bool coordinator::should_stop() {
-  return call<bool>(should_stop_atom::value);
-}
-
-bool coordinator::request_stop() {
-  return call<bool>(request_stop_atom::value, caf::error{});
-}
-
-bool coordinator::request_stop(const caf::error& e) {
-  return call<bool>(request_stop_atom::value, e);
-}
-
-bool coordinator::request_stop(std::exception_ptr ep) {
-  if (!ep)
-    return request_stop();
-  return request_stop(error_from_exception(ep));
-}
-
-bool coordinator::wait_for_stop(caf::timespan timeout) {
-  return call<bool>(wait_for_stop_atom::value, timeout);
-}
-
-void coordinator::clear_stop() {
-  call<bool>(clear_stop_atom::value);
-}
-
-void coordinator::raise_requested_exception() {
-  auto s = status();
-  if (s.error)
-    throw_error(s.error);
-}
-
-void coordinator::register_actor(const caf::actor& a, std::string name, bool push_stop,
-                                 bool report_errors) {
-  std::vector<registration> regs{
-      registration{a, std::move(name), push_stop, report_errors}};
-  call<int32_t>(register_atom::value, std::move(regs));
-}
-
-join_report coordinator::join_report_of(std::vector<caf::actor> actors,
-                                        caf::timespan stop_grace_period) {
-  return call<join_report>(join_atom::value, std::move(actors), stop_grace_period, false);
-}
-
-void coordinator::join(std::vector<caf::actor> actors, caf::timespan stop_grace_period,
-                       bool ignore_live) {
-  auto rep = call<join_report>(join_atom::value, std::move(actors), stop_grace_period,
-                               ignore_live);
-  if (rep.error)
-    throw_error(rep.error); // CO-8 step 5: the error takes precedence
-  if (!rep.stragglers.empty()) {
-    if (!ignore_live)
-      throw live_actors_error(std::move(rep.stragglers));
-    std::cerr << "quern: " << straggler_text(rep.stragglers) << '\n';
-  }
-}
-
-coordinator_status coordinator::status() {
-  return call<coordinator_status>(status_atom::value);
 }
 
 } // namespace quern

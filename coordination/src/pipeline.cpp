@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
 
 #include "quern/detail/starvation.hpp"
 
@@ -173,6 +174,8 @@ pipeline::pipeline(caf::actor_system& sys, pipeline_options opts)
 
 pipeline::~pipeline() {
   stop();
+  if (state_->member)
+    caf::anon_send_exit(state_->member, caf::exit_reason::user_shutdown);
   // The last checkpoint is written whole before the pipeline goes.
   try {
     wait_checkpoint();

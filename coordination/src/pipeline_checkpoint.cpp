@@ -10,14 +10,15 @@
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
 
+#include "pipeline_checkpoint.hpp"
 #include "pipeline_state.hpp"
-#include "runner/runner_shared.hpp"
 
 namespace quern {
 
-namespace {
+namespace pipeline_ckpt {
 
 std::string seconds(caf::timespan t) {
   std::ostringstream os;
@@ -25,10 +26,19 @@ std::string seconds(caf::timespan t) {
   return os.str();
 }
 
+/// Whether this pipeline's checkpoint spans processes: it is a member of
+/// another's, or it pauses members of other processes. Then the queues of
+/// other processes are left to their own process's member.
+bool across_processes(const consumer::state& st) {
+  std::lock_guard<std::mutex> guard{st.mtx};
+  return !st.member_name.empty() || st.members_of;
+}
+
 /// The queues of a pipeline (its runners' and its consumers'), each once,
 /// by checkpoint name.
 std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
                                              const consumer::state& st) {
+  bool across = across_processes(st);
   std::vector<queue_actor> all;
   {
     std::lock_guard<std::mutex> guard{st.mtx};
@@ -41,7 +51,20 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
   for (auto& q : all) {
     if (!seen.insert(q.address()).second)
       continue;
+    if (across && detail::confirms_taking(q))
+      continue; // its own process's member takes it
     auto name = checkpoint_name(blocking_queue{sys, q}.spec());
+    // A queue of another process answers snapshot and restore (RS-10), but
+    // the runners of other processes that feed or drain it do not pause for
+    // this pipeline: its rows would be taken while rows are on their way.
+    if (detail::confirms_taking(q))
+      throw failed_precondition_error(
+          "queue '" + name +
+          "' of this pipeline is a queue of another process: a pipeline's checkpoint "
+          "covers the queues and runners of its own process, and runners of other "
+          "processes would not pause for it (make the pipeline of the queue's process "
+          "a checkpoint member, or take the queue's snapshot yourself while nothing "
+          "moves through it; docs/resume.md)");
     if (!out.emplace(name, q).second)
       throw invalid_argument_error(
           "two queues of this pipeline are named '" + name +
@@ -104,7 +127,25 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
   return late;
 }
 
-} // namespace
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+/// How long a member stays paused at most: its runners pause within
+/// `limit`, the checkpointing pipeline's within the same limit, and then
+/// its queues and parts are taken; past this the member runs again on its
+/// own, and the checkpointing pipeline, told so by member_resume, fails the
+/// checkpoint.
+caf::timespan hold_of(caf::timespan limit) {
+  return 3 * limit + std::chrono::seconds(5);
+}
+
+} // namespace pipeline_ckpt
+
+using namespace pipeline_ckpt;
 
 std::string checkpoint_name(const queue_spec& spec) {
   const auto& r = spec.resource_name;
@@ -134,30 +175,54 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   auto parts = parts_of(*state_);
   auto runners = running(*state_);
   auto limit = opts_.checkpoint_pause_limit;
+  coordinator_actor coord;
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    coord = state_->members_of;
+  }
+  // The members of other processes pause with this pipeline's runners:
+  // their requests go out first (RS-12).
+  members_pause members{sys_, coord, limit};
   auto late = pause_all(sys_, runners, true, limit);
-  // However this ends, the runners run again.
+  // However this ends, the runners run again (and so do the members).
   struct resume_at_exit {
     caf::actor_system& sys;
     const std::vector<detail::runner_impl_actor>& runners;
     caf::timespan limit;
     ~resume_at_exit() { pause_all(sys, runners, false, limit); }
   } resume{sys_, runners, limit};
-  if (!late.empty()) {
-    std::string names;
-    for (auto& n : late)
-      names += (names.empty() ? "'" : ", '") + n + "'";
-    throw deadline_exceeded_error(
-        "checkpoint at step " + std::to_string(step) + " not taken: worker(s) " + names +
-        " did not pause within " + seconds(limit) +
-        " (a blocking op waits inside its run for something that does not come, e.g. "
-        "a dequeue from an empty queue); nothing was saved and the pipeline runs on");
-  }
+  std::vector<std::string> failed;
+  members.await_paused(failed);
   pipeline_snapshot s;
+  // Every member is paused: their sections now.
+  if (late.empty() && failed.empty())
+    members.take_sections(s.members, failed);
+  if (!late.empty() || !failed.empty()) {
+    members.resume();
+    std::string why;
+    if (!late.empty())
+      why = "worker(s) " + joined(late) + " did not pause within " + seconds(limit) +
+            " (a blocking op waits inside its run for something that does not come, "
+            "e.g. a dequeue from an empty queue)";
+    for (auto& f : failed)
+      why += (why.empty() ? "" : "; ") + f;
+    throw deadline_exceeded_error("checkpoint at step " + std::to_string(step) +
+                                  " not taken: " + why +
+                                  "; nothing was saved and the pipeline runs on");
+  }
   s.step = step;
   for (auto& [name, q] : queues)
     s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
   for (auto& p : parts)
     s.parts.emplace(p.name, p.save());
+  // A member that ran again on its own meanwhile fails the snapshot.
+  auto ran_on = members.resume();
+  if (!ran_on.empty())
+    throw deadline_exceeded_error(
+        "checkpoint at step " + std::to_string(step) + " not taken: member(s) " +
+        joined(ran_on) + " ran again on their own before it was complete (they hold a " +
+        "pause at most " + seconds(hold_of(limit)) +
+        "); nothing was saved and the pipeline runs on");
   return s;
 }
 
@@ -200,6 +265,9 @@ void pipeline::restore(const pipeline_snapshot& s) {
     p.restore(s.parts.at(p.name));
   std::lock_guard<std::mutex> guard{state_->mtx};
   state_->restored_step = s.step;
+  state_->restored_members.clear();
+  for (auto& kv : s.members)
+    state_->restored_members.push_back(kv.first);
 }
 
 checkpoint_contents pipeline::to_checkpoint(const pipeline_snapshot& s) {
@@ -209,6 +277,9 @@ checkpoint_contents pipeline::to_checkpoint(const pipeline_snapshot& s) {
     c.sections.emplace("queue/" + name, encode_queue_state(q));
   for (auto& [name, bytes] : s.parts)
     c.sections.emplace("part/" + name, bytes);
+  for (auto& [member, sections] : s.members)
+    for (auto& [section, bytes] : sections)
+      c.sections.emplace("member/" + member + "/" + section, bytes);
   return c;
 }
 
@@ -222,6 +293,12 @@ pipeline_snapshot pipeline::from_checkpoint(const checkpoint_contents& c) {
           name, decode_queue_state(bytes, "the checkpoint of queue '" + name + "'"));
     } else if (section.rfind("part/", 0) == 0) {
       s.parts.emplace(section.substr(5), bytes);
+    } else if (auto slash = section.find('/', 7);
+               section.rfind("member/", 0) == 0 && slash != std::string::npos &&
+               slash > 7 &&
+               (section.compare(slash + 1, 6, "queue/") == 0 ||
+                section.compare(slash + 1, 5, "part/") == 0)) {
+      s.members[section.substr(7, slash - 7)].emplace(section.substr(slash + 1), bytes);
     } else {
       throw data_loss_error("a pipeline checkpoint has no section '" + section + "'");
     }
@@ -277,7 +354,32 @@ std::optional<std::string> pipeline::restore_latest() {
               << '\n';
   if (!c)
     return std::nullopt;
-  restore(from_checkpoint(*c));
+  std::string member;
+  {
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    member = state_->member_name;
+  }
+  if (member.empty()) {
+    restore(from_checkpoint(*c));
+    return path;
+  }
+  // A member takes its own sections of the checkpoint.
+  auto whole = from_checkpoint(*c);
+  auto mine = whole.members.find(member);
+  if (mine == whole.members.end()) {
+    std::cerr << "quern: checkpoint '" << path << "' holds nothing of checkpoint member '"
+              << member
+              << "' (it had ended, or had not joined, when the checkpoint was taken): "
+                 "it starts from the beginning\n";
+    std::lock_guard<std::mutex> guard{state_->mtx};
+    state_->restored_step = c->step;
+    return path;
+  }
+  checkpoint_contents own;
+  own.step = c->step;
+  for (auto& [section, bytes] : mine->second)
+    own.sections.emplace(section, bytes);
+  restore(from_checkpoint(own));
   return path;
 }
 

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
+
+#include "quern/coordination.hpp"
 #include "quern/pipeline.hpp"
 
 #include "runner/worker_meter.hpp"
@@ -33,6 +36,12 @@ struct consumer::state {
   std::vector<part> parts;
   std::vector<std::pair<std::string, pipeline_setting>> settings;
   int64_t restored_step = 0;
+  std::vector<std::string> restored_members;
+  /// checkpoint_as_member: this pipeline's member name and actor.
+  std::string member_name;
+  caf::actor member;
+  /// checkpoint_members_of: the coordinator whose members it pauses.
+  coordinator_actor members_of;
   /// options().restore was acted on (by the first start_queue_runners).
   bool restore_tried = false;
   /// The checkpoint file being written in the background (checkpoint()),

@@ -28,6 +28,14 @@
 //   --trainer=127.0.0.1:7001 --id=2
 //       the same, one process per terminal.
 //
+// With --checkpoint-every N the trainer checkpoints every N steps into
+// <logdir>/ckpt (docs/resume.md, "Across processes"): the host's and every
+// reader's pipeline are checkpoint members of the trainer's pipeline, so one
+// file holds the host's queues and producer, the readers' files in progress
+// and the trainer's model and step. --stop-after-steps N stops the job there;
+// --restore (every role) goes on from the newest checkpoint, with the same
+// number of readers.
+//
 // A process that loses another (its connection drops, or the peer is
 // silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
 // any other error ends it with status 1, a bad command line with 2.
@@ -37,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -60,6 +69,7 @@
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
 #include <quern/remote.hpp>
+#include <quern/state_bytes.hpp>
 #include <quern/summary/summary_writer.hpp>
 
 #include "../reading/csv_data.hpp"
@@ -90,7 +100,28 @@ struct settings {
   std::string logdir = "runs/csv_pipeline_distributed";
   std::string address_file; // where a server writes its address (--role=all)
   int64_t expect = 0;       // trainer: examples it must see (0: not checked)
+  int64_t checkpoint_every = 0;
+  int64_t stop_after = 0;
+  bool restore = false;
+  /// Every process takes part in the trainer's checkpoints.
+  bool checkpointing() const { return checkpoint_every > 0 || restore; }
+  std::string checkpoint_dir() const { return logdir + "/ckpt"; }
 };
+
+/// The checkpoint members of a job: the host and each reader.
+std::vector<std::string> member_names(const settings& s) {
+  std::vector<std::string> names{"host"};
+  for (int r = 1; r <= s.readers; ++r)
+    names.push_back("reader-" + std::to_string(r));
+  return names;
+}
+
+pipeline_options checkpoint_options(const settings& s) {
+  pipeline_options po;
+  po.checkpoint_dir = s.checkpoint_dir();
+  po.restore = s.restore;
+  return po;
+}
 
 const std::vector<tensor> record_defaults{tensor::vector<float>({0.0f}),
                                           tensor::vector<float>({0.0f}),
@@ -117,26 +148,65 @@ int trainer(actor_system& sys, const settings& s) {
   auto host = connect(sys, s.host);
   coordinator coord{sys}; // owned: its end ends the coordinator actor
   summary_writer writer{sys, s.logdir};
+  // The trainer's pipeline checkpoints the job: its model and step, and its
+  // members' sections (the host's queues, the readers' files in progress).
+  auto po = checkpoint_options(s);
+  po.starvation_timeout = caf::timespan::max(); // the readers feed 'examples'
+  pipeline pipe{sys, po};
+  examples::linear_model model; // y = w1 x1 + w2 x2 + b, by SGD
+  pipe.add_checkpoint_part(
+      "model", [&model] { return model.save(); },
+      [&model](const std::string& bytes) { model.restore(bytes); });
+  int64_t step = 0;
+  if (s.checkpointing()) {
+    pipe.checkpoint_members_of(coord.actor());
+    if (s.restore && pipe.restore_latest()) {
+      step = pipe.restored_step();
+      writer.restarted_at(step);
+      auto names = member_names(s);
+      auto restored = pipe.restored_members();
+      std::sort(names.begin(), names.end());
+      std::sort(restored.begin(), restored.end());
+      if (restored != names)
+        throw invalid_argument_error(
+            "the checkpoint's processes are not this job's: restore with as many "
+            "readers as the checkpointed run had (" +
+            std::to_string(restored.size() - 1) + ")");
+      std::cout << "trainer: restored from " << s.checkpoint_dir() << " at step " << step
+                << std::endl;
+    }
+  }
+  // Served once the checkpoint read: a job restored otherwise ends before
+  // anyone joins it.
   auto srv = serve_on(sys, s.listen,
                       {{}, 0, false, {}, coord.actor(), {{"train", writer.actor()}}});
   std::cout << "trainer: serving the coordinator and summary writer 'train' on "
             << srv.address() << std::endl;
   write_address(s.address_file, srv.address());
-  batch_reader in{sys, host.queue("examples"), s.batch_size, batch_cut::dequeue_many};
-  examples::linear_model model; // y = w1 x1 + w2 x2 + b, by SGD
+  // Every process takes part in every checkpoint: none is taken before all
+  // joined (each restored its own sections first).
+  if (s.checkpointing())
+    pipe.await_checkpoint_members(member_names(s), std::chrono::minutes{2});
+  auto in = pipe.make_consumer(host.queue("examples"));
   double loss = 0;
-  int64_t step = 0;
+  bool stopped = false;
   try {
     while (!coord.should_stop()) {
-      auto batch = in.try_pull();
-      if (!batch)
-        throw out_of_range_error("the examples ran out");
-      loss = model.step(*batch, s.learning_rate);
+      if (s.stop_after > 0 && step >= s.stop_after) {
+        std::cout << "trainer: stopped after step " << step << " (--stop-after-steps)"
+                  << std::endl;
+        stopped = true;
+        break;
+      }
+      auto batch = in.dequeue_many(s.batch_size); // out_of_range at the end
+      loss = model.step(batch, s.learning_rate);
       writer.scalar("loss", loss, step);
       if (step % 100 == 0)
         std::cout << "trainer: step " << std::setw(5) << step << "  loss " << loss
                   << std::endl;
       ++step;
+      if (s.checkpoint_every > 0 && step % s.checkpoint_every == 0)
+        pipe.checkpoint(step); // `step` batches trained
     }
   } catch (const out_of_range_error&) {
     std::cout << "Done training -- epoch limit reached" << std::endl;
@@ -157,7 +227,7 @@ int trainer(actor_system& sys, const settings& s) {
             << ", b = " << model.b
             << "   (true: 3, -2, 1)\nscalars of every process logged to " << s.logdir
             << std::endl;
-  if (s.expect > 0 && trained != s.expect - s.expect % s.batch_size) {
+  if (!stopped && s.expect > 0 && trained != s.expect - s.expect % s.batch_size) {
     std::cerr << "trainer: trained on " << trained << " examples, expected "
               << s.expect - s.expect % s.batch_size << " (" << s.expect
               << " made, the last partial batch left)\n";
@@ -189,13 +259,39 @@ int reader(actor_system& sys, const settings& s) {
     return batch;
   };
   auto examples = host.queue("examples");
-  auto op = direct_batch_op(sys, examples, counted, {}, 4 * size_t(s.batch_size), name);
+  pipeline pipe{sys, checkpoint_options(s)};
+  // A checkpoint of several processes covers what a worker pushes (its op's
+  // emit), not rows streamed by a queue_writer of the op's own
+  // (direct_batch_op, faster): docs/resume.md, "Across processes".
+  auto op =
+      s.checkpointing()
+          ? blocking_op([counted](blocking_run& run) { run.emit_many(counted()); }, name)
+          : direct_batch_op(sys, examples, counted, {}, 4 * size_t(s.batch_size), name);
   queue_runner_options qo;
   qo.name = name;
   qo.close_op = std::nullopt; // the host closes 'examples' when every reader is done
-  queue_runner runner{examples, {op}, qo};
+  pipe.add_queue_runner(queue_runner{examples, {op}, qo});
+  if (s.checkpointing()) {
+    // Its files in progress, and its counts, in the trainer's checkpoints.
+    auto& state = source.state();
+    pipe.add_checkpoint_part(state->name, state->save, state->restore);
+    pipe.add_checkpoint_part(
+        name + "/counts",
+        [read, batches] {
+          state_writer w;
+          w.write_i64(read->load()).write_i64(batches->load());
+          return w.take();
+        },
+        [read, batches](const std::string& bytes) {
+          state_reader r{bytes, "the reader's counts"};
+          *read = r.read_i64();
+          *batches = r.read_i64();
+          r.expect_end();
+        });
+    pipe.checkpoint_as_member(chief.coordinator(), name); // restores first
+  }
   coordinator coord{sys, chief.coordinator()};
-  auto threads = runner.start(sys, coord.actor());
+  auto threads = pipe.start_queue_runners(coord);
   std::cout << name << ": reading, registered with the trainer's coordinator"
             << std::endl;
   coord.join(threads);
@@ -208,11 +304,12 @@ int reader(actor_system& sys, const settings& s) {
 // -- the host ---------------------------------------------------------------------------
 
 struct host_node {
-  explicit host_node(actor_system& sys) : pipe(sys) {}
+  host_node(actor_system& sys, pipeline_options po) : pipe(sys, po) {}
   pipeline pipe;
   queue_actor examples;
   queue_actor done;
   std::optional<server> srv;
+  std::optional<remote_node> trainer; // with checkpoints: its coordinator
 };
 
 std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
@@ -225,7 +322,7 @@ std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
   if (capacity > std::numeric_limits<int32_t>::max())
     throw invalid_argument_error("--min-after-dequeue + (--readers + 2) * --batch-size "
                                  "must be at most 2147483647");
-  auto h = std::make_unique<host_node>(sys);
+  auto h = std::make_unique<host_node>(sys, checkpoint_options(s));
   auto& pipe = h->pipe;
   producer_options po;
   po.num_epochs = s.epochs;
@@ -242,30 +339,70 @@ std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
        0,
        false,
        {{"filenames", filenames}, {"examples", h->examples}, {"done", h->done}}});
-  // The filename producer stops by itself after --epochs; a local
-  // coordinator (none of the others' errors concern it).
-  pipe.start_queue_runners();
   std::cout << "host: serving 'filenames', 'examples' and 'done' on " << h->srv->address()
             << std::endl;
+  // The filename producer stops by itself after --epochs; no coordinator
+  // (none of the others' errors concern it). With checkpoints it starts once
+  // the host joined the trainer's checkpoints (join_trainer).
+  if (s.checkpointing())
+    pipe.add_checkpoint_queue(h->examples); // 'done' starts empty every run
+  else
+    pipe.start_queue_runners();
   return h;
 }
 
-// Waits for a token of every reader, closes 'examples', then waits for the
-// trainer's. Throws cancelled_error when 'done' is closed first.
+// With checkpoints: the host's pipeline (its producer, 'filenames' and
+// 'examples') becomes the trainer's checkpoint member "host", restoring them
+// first with --restore, and only then does its producer run. The trainer may
+// start after the host (--role=host): it is asked again for a minute.
+void join_trainer(actor_system& sys, host_node& h, const std::string& trainer_address) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{1};
+  while (!h.trainer) {
+    try {
+      h.trainer.emplace(connect(sys, trainer_address));
+    } catch (const unavailable_error& e) {
+      if (std::chrono::steady_clock::now() >= until)
+        throw unavailable_error("host: the trainer at " + trainer_address +
+                                " did not answer within a minute: " + e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    }
+  }
+  h.pipe.checkpoint_as_member(h.trainer->coordinator(), "host");
+  h.pipe.start_queue_runners();
+  std::cout << "host: in the trainer's checkpoints" << std::endl;
+}
+
+// Waits for a token of every reader and of the trainer, and closes
+// 'examples' once every reader's came (the trainer's may come first: after
+// --stop-after-steps it need not wait for the readers' tokens). Throws
+// cancelled_error when 'done' is closed first.
 void await_tokens(actor_system& sys, host_node& h, int readers) {
   blocking_queue done{sys, h.done};
-  for (int i = 0; i < readers; ++i) {
+  int readers_done = 0;
+  bool trainer_done = false;
+  while (readers_done < readers || !trainer_done) {
     auto who = done.dequeue()[0].values<std::string>()[0];
     std::cout << "host: " << who << " is done" << std::endl;
+    if (who == "trainer") {
+      trainer_done = true;
+      continue;
+    }
+    if (++readers_done == readers) {
+      try {
+        blocking_queue{sys, h.examples}.close();
+      } catch (const cancelled_error&) {
+        // Closed already: a stop (--stop-after-steps) cancelled the
+        // readers' runners, which close their queue.
+      }
+      std::cout << "host: every reader is done; 'examples' closed" << std::endl;
+    }
   }
-  blocking_queue{sys, h.examples}.close();
-  std::cout << "host: every reader is done; 'examples' closed" << std::endl;
-  done.dequeue();
-  std::cout << "host: the trainer is done" << std::endl;
 }
 
 int host(actor_system& sys, const settings& s) {
   auto h = start_host(sys, s);
+  if (s.checkpointing())
+    join_trainer(sys, *h, s.trainer);
   std::cout << "host: waiting for " << s.readers << " readers and the trainer (Ctrl-C "
             << "ends it)" << std::endl;
   await_tokens(sys, *h, s.readers);
@@ -308,9 +445,16 @@ std::string await_address(const std::string& path, pid_t child, const char* who)
 
 int all(actor_system& sys, settings s) {
   auto h = start_host(sys, s);
-  auto common = std::vector<std::string>{
-      "--host=" + h->srv->address(), "--batch-size=" + std::to_string(s.batch_size),
-      "--logdir=" + s.logdir, "--learning-rate=" + std::to_string(s.learning_rate)};
+  auto common =
+      std::vector<std::string>{"--host=" + h->srv->address(),
+                               "--batch-size=" + std::to_string(s.batch_size),
+                               "--logdir=" + s.logdir,
+                               "--learning-rate=" + std::to_string(s.learning_rate),
+                               "--readers=" + std::to_string(s.readers),
+                               "--checkpoint-every=" + std::to_string(s.checkpoint_every),
+                               "--stop-after-steps=" + std::to_string(s.stop_after)};
+  if (s.restore)
+    common.push_back("--restore");
   auto address_file = s.logdir + "/trainer.address";
   std::filesystem::remove(address_file);
   auto args = common;
@@ -319,6 +463,8 @@ int all(actor_system& sys, settings s) {
   std::map<pid_t, std::string> children;
   children[start_process(args)] = "trainer";
   auto trainer_address = await_address(address_file, children.begin()->first, "trainer");
+  if (s.checkpointing())
+    join_trainer(sys, *h, trainer_address);
   for (int r = 1; r <= s.readers; ++r) {
     args = common;
     args.insert(args.end(), {"--role=reader", "--trainer=" + trainer_address,
@@ -395,7 +541,13 @@ int main(int argc, char** argv) {
       "address-file", po::value(&s.address_file),
       "trainer: write the address it serves on here (used by --role=all)")(
       "expect", po::value(&s.expect)->default_value(s.expect),
-      "trainer: examples made, checked against those trained (0: no check)");
+      "trainer: examples made, checked against those trained (0: no check)")(
+      "checkpoint-every", po::value(&s.checkpoint_every)->default_value(0),
+      "trainer: checkpoint the whole job every N steps into <logdir>/ckpt (0: never)")(
+      "stop-after-steps", po::value(&s.stop_after)->default_value(0),
+      "trainer: stop the job after N steps (0: at the epoch limit)")(
+      "restore", po::bool_switch(&s.restore),
+      "every role: go on from the newest checkpoint of <logdir>/ckpt");
   po::variables_map vm;
   if (auto status =
           quern::cli::parse_options("csv_pipeline_distributed", argc, argv, desc, vm))
@@ -414,6 +566,11 @@ int main(int argc, char** argv) {
     return bad("--role=" + s.role + " needs --host=host:port");
   if (s.role == "reader" && s.trainer.empty())
     return bad("--role=reader needs --trainer=host:port");
+  if (s.checkpoint_every < 0 || s.stop_after < 0)
+    return bad("--checkpoint-every and --stop-after-steps must be non-negative");
+  if (s.role == "host" && s.checkpointing() && s.trainer.empty())
+    return bad(
+        "--role=host with --checkpoint-every or --restore needs --trainer=host:port");
   if (s.role != "all" && s.role != "host" && s.role != "trainer" && s.role != "reader")
     return bad("unknown --role '" + s.role + "' (all, host, trainer or reader)");
   remote_config cfg; // CAF's middleman with quern's settings

@@ -86,6 +86,13 @@ using unpush_atom = caf::atom_constant<caf::atom("unpush")>;
 using feeder_atom = caf::atom_constant<caf::atom("feeder")>;
 
 // -- checkpoints of a pipeline (docs/resume.md) --
+/// producer -> queue: (barrier, token), answered (barrier_passed, token) to
+/// its sender once every message that sender sent before it reached the
+/// queue: a push before it is stored then, or waits for room among the
+/// queue's waiting rows. A runner's worker sends it to a queue of another
+/// process before it says it paused for a checkpoint (RS-12).
+using barrier_atom = caf::atom_constant<caf::atom("barrier")>;
+using barrier_passed_atom = caf::atom_constant<caf::atom("barrier_ok")>;
 /// pipeline -> queue: (snapshot) -> queue_state, what the queue holds now.
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 /// pipeline -> queue: (restore, queue_state) -> bool, before any other use.

@@ -8,6 +8,7 @@
 // an actor sends it these messages.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,23 @@ using register_atom = caf::atom_constant<caf::atom("register")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 /// (status) -> coordinator_status.
 using status_atom = caf::atom_constant<caf::atom("coord_stat")>;
+/// (add_member, member, name) -> bool: a pipeline of some process takes
+/// part in the checkpoints of a pipeline of another (docs/resume.md,
+/// "Across processes"); the coordinator keeps it under `name` while it lives.
+using add_member_atom = caf::atom_constant<caf::atom("add_member")>;
+/// (members) -> std::vector<registration>: the checkpoint members alive, by
+/// name.
+using members_atom = caf::atom_constant<caf::atom("members")>;
+
+// -- a checkpoint member (checkpoint_member_actor) --
+/// (member_pause, token, limit) -> bool: pause every runner (within
+/// `limit`) and stay paused until member_resume(token) or the hold passes.
+using member_pause_atom = caf::atom_constant<caf::atom("mem_pause")>;
+/// (member_sections, token) -> sections, while paused for `token`.
+using member_sections_atom = caf::atom_constant<caf::atom("mem_sect")>;
+/// (member_resume, token) -> bool: run again; false when the member had
+/// already run again on its own (its hold passed).
+using member_resume_atom = caf::atom_constant<caf::atom("mem_resume")>;
 
 // -- pushed by the coordinator to what it watches; understood by runners --
 /// (stop): stop was requested; end soon. Sent once per stop request to every
@@ -114,9 +132,22 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<join_atom, std::vector<caf::actor>, caf::timespan,
                     bool>::with<join_report>,
     caf::replies_to<status_atom>::with<coordinator_status>,
+    caf::replies_to<add_member_atom, caf::actor, std::string>::with<bool>,
+    caf::replies_to<members_atom>::with<std::vector<registration>>,
     caf::reacts_to<join_timeout_atom, uint64_t>,
     caf::reacts_to<wait_timeout_atom, uint64_t>,
     caf::reacts_to<join_warning_atom, uint64_t>>;
+
+/// A pipeline that takes part in the checkpoints of a pipeline of another
+/// process (pipeline::checkpoint_as_member): its sections are the states of
+/// its own queues (`queue/<name>`, encode_queue_state) and of its parts
+/// (`part/<name>`). Every member pauses before any member's sections are
+/// taken, so that no row is on its way between two processes then.
+using checkpoint_member_actor = caf::typed_actor<
+    caf::replies_to<member_pause_atom, uint64_t, caf::timespan>::with<bool>,
+    caf::replies_to<member_sections_atom,
+                    uint64_t>::with<std::map<std::string, std::string>>,
+    caf::replies_to<member_resume_atom, uint64_t>::with<bool>>;
 
 /// The queue runner actor (docs/semantics.md, QueueRunner). It supervises one worker
 /// per enqueue op, closes its queue when the last worker ran out of input,

@@ -92,7 +92,8 @@ using streaming_queue_actor =
                      caf::reacts_to<pull_atom, demand>,
                      caf::reacts_to<give_back_atom, std::vector<element>>,
                      caf::reacts_to<unpull_atom>, caf::reacts_to<unpush_atom>,
-                     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>>;
+                     caf::reacts_to<feeder_atom, int32_t, int32_t, caf::timespan>,
+                     caf::reacts_to<barrier_atom, uint64_t>>;
 
 /// The interface of every queue actor: both protocols. It converts to
 /// either part (a strict_queue_actor for code that only calls TensorFlow's
@@ -122,22 +123,9 @@ using keyed_enqueue_actor = caf::typed_actor<
     caf::replies_to<enqueue_keyed_atom, batch_key, element, caf::timespan>::with<int32_t>,
     caf::replies_to<producer_mark_atom, std::string>::with<batch_key>>;
 
-/// A queue as another process sees it: the queue's own protocol, keyed
-/// enqueues, and what a consumer of another process confirms taking:
-///   taken(n)       the consumer is done with the first n units its pulls
-///                  (or dequeues) received (atoms.hpp). quern::net's relay of
-///                  the queue keeps the rest and gives it back to the front
-///                  of the queue if the consumer's process is lost; a queue
-///                  of the consumer's own process is never sent it
-///                  (quern/detail/receipts.hpp).
-/// quern::net's go-betweens (the node's facades and relays, the endpoint of
-/// a connect) speak it; a queue actor itself serves keyed_enqueue_actor but
-/// not taken.
-using remote_queue_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend<
-    caf::reacts_to<taken_atom, uint64_t>>;
-
-/// What a pipeline's checkpoint asks of a queue of its own process
-/// (docs/resume.md); every queue actor serves it:
+/// What a pipeline's checkpoint asks of a queue (docs/resume.md); every
+/// queue actor serves it, and quern::net passes it on to a queue of another
+/// process (remote_queue_actor):
 ///   snapshot()            -> queue_state: the rows stored, the rows of the
 ///                  enqueues waiting for room, closed, the generator. The
 ///                  pipeline asks while its runners are paused, so that no row
@@ -150,5 +138,20 @@ using remote_queue_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend
 using checkpoint_queue_actor =
     caf::typed_actor<caf::replies_to<snapshot_atom>::with<queue_state>,
                      caf::replies_to<restore_atom, queue_state>::with<bool>>;
+
+/// A queue as another process sees it: the queue's own protocol, keyed
+/// enqueues, a checkpoint's snapshot and restore (checkpoint_queue_actor),
+/// and what a consumer of another process confirms taking:
+///   taken(n)       the consumer is done with the first n units its pulls
+///                  (or dequeues) received (atoms.hpp). quern::net's relay of
+///                  the queue keeps the rest and gives it back to the front
+///                  of the queue if the consumer's process is lost; a queue
+///                  of the consumer's own process is never sent it
+///                  (quern/detail/receipts.hpp).
+/// quern::net's go-betweens (the node's facades and relays, the endpoint of
+/// a connect) speak it; a queue actor itself serves keyed_enqueue_actor and
+/// checkpoint_queue_actor but not taken.
+using remote_queue_actor = queue_actor::extend_with<keyed_enqueue_actor>::extend_with<
+    checkpoint_queue_actor>::extend<caf::reacts_to<taken_atom, uint64_t>>;
 
 } // namespace quern

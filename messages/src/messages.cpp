@@ -7,6 +7,7 @@
 #include "quern/error.hpp"
 #include "quern/interfaces.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_state.hpp"
 #include "quern/tensor.hpp"
 
 namespace quern {
@@ -23,6 +24,8 @@ void add_queue_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<demand>("quern::demand");
   cfg.add_message_type<batch_key>("quern::batch_key");
   cfg.add_message_type<queue_actor>("quern::queue_actor");
+  // A checkpoint's snapshot and restore of a queue of another process.
+  cfg.add_message_type<queue_state>("quern::queue_state");
   cfg.add_message_type<error_detail>("quern::error_detail");
   // CAF's default renderer drops the context; ours keeps the readable text.
   cfg.add_error_category(error_category,

@@ -53,7 +53,10 @@ namespace quern {
 // 8: a queue runner's feeder messages come from the endpoint of its queue
 //    (anonymous ones from a peer are refused), and a queue takes back
 //    (give_back) only rows it handed to the sender.
-constexpr uint32_t wire_version = 8;
+// 9: a checkpoint's snapshot and restore of a queue (queue_state), the
+//    coordinator's checkpoint members (add_member, members), and a queue's
+//    barrier (barrier, barrier_passed).
+constexpr uint32_t wire_version = 9;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

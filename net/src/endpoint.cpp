@@ -316,6 +316,10 @@ coordinator_endpoint_behavior(coordinator_endpoint_ptr self, coordinator_actor r
         return relay<join_report>(self, a, std::move(xs), grace, live);
       },
       [self](status_atom a) { return relay<coordinator_status>(self, a); },
+      [self](add_member_atom a, caf::actor& m, std::string& name) {
+        return relay<bool>(self, a, std::move(m), std::move(name));
+      },
+      [self](members_atom a) { return relay<std::vector<registration>>(self, a); },
       // The coordinator's own timer messages; never meant for a peer.
       [](join_timeout_atom, uint64_t) {},
       [](wait_timeout_atom, uint64_t) {},

@@ -25,6 +25,7 @@ namespace {
 // relay passes on to its peer.
 using client_relay_actor = remote_queue_actor::extend<
     caf::reacts_to<pushed_atom, int32_t, caf::error>,
+    caf::reacts_to<barrier_passed_atom, uint64_t>,
     caf::reacts_to<pulled_atom, std::vector<element>, caf::error>>;
 
 // -- one relay per client actor of a peer ------------------------------------------
@@ -221,6 +222,7 @@ client_relay_actor::behavior_type client_relay(client_relay_actor::pointer self,
       pass,
       // The queue's answers to what this relay streamed.
       [=](pushed_atom a, int32_t n, caf::error& err) { back(a, n, std::move(err)); },
+      [=](barrier_passed_atom a, uint64_t token) { back(a, token); },
       [=](pulled_atom a, std::vector<element>& xs, caf::error& err) {
         book->sent(xs, err);
         if (!book->draining)
@@ -362,6 +364,12 @@ coordinator_facade_behavior(coordinator_actor::pointer self, coordinator_actor c
         return ask<join_report>(self, c, a, std::move(xs), grace, live);
       },
       [=](status_atom a) { return ask<coordinator_status>(self, c, a); },
+      // A checkpoint member's name is its sections' name in the checkpoint
+      // file: kept as the peer gives it.
+      [=](add_member_atom a, caf::actor& m, std::string& name) {
+        return ask<bool>(self, c, a, std::move(m), std::move(name));
+      },
+      [=](members_atom a) { return ask<std::vector<registration>>(self, c, a); },
       // The coordinator's own timer messages: a peer has no business sending them.
       [](join_timeout_atom, uint64_t) {},
       [](wait_timeout_atom, uint64_t) {},

@@ -193,9 +193,10 @@ public:
   bool is_closed();
   queue_spec spec();
 
-  /// What the queue holds now, for a checkpoint (docs/resume.md; a queue of
-  /// this process): its stored rows, the rows of enqueues waiting for room,
-  /// whether it is closed, its generator.
+  /// What the queue holds now, for a checkpoint (docs/resume.md): its stored
+  /// rows, the rows of enqueues waiting for room, whether it is closed, its
+  /// generator. A queue of another process answers too (quern::net), its
+  /// rows crossing in one message.
   queue_state snapshot();
   /// Puts a snapshot back into a queue that was never used; throws
   /// failed_precondition_error for a used queue, invalid_argument_error for

@@ -110,6 +110,7 @@ public:
           core_.unpush(caf::actor_cast<caf::actor_addr>(current_sender()));
         },
         [this](deadline_atom, uint64_t) { expire_due(); },
+        [this](barrier_atom, uint64_t token) { pass_barrier(token); },
         [this](feeder_atom, int32_t declared, int32_t started, caf::timespan timeout) {
           // Runners declared by an actor are its own, forgotten when it goes
           // down (a relay of a lost process); an anonymous declaration (a
@@ -178,6 +179,16 @@ private:
     a.what = enqueue_attempt::op::close;
     add(std::move(a), rp, wait_forever);
     return rp;
+  }
+
+  // Messages of one sender arrive in order: what it sent before the
+  // barrier is here (RS-12).
+  void pass_barrier(uint64_t token) {
+    if (auto& sender = current_sender())
+      sender->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{ctrl()},
+                                                caf::make_message_id(), {},
+                                                barrier_passed_atom::value, token),
+                      context());
   }
 
   void push_rows(std::vector<element>& rows) {

@@ -359,6 +359,36 @@ if (auto latest = quern::read_latest_checkpoint("ckpt", &refused)) {
 // docs-snippet-end
 }
 
+void resume_members(quern::actor_system& sys, quern::remote_node& chief,
+                    quern::coordinator& coord, quern::queue_runner reader_runner,
+                    int64_t step) {
+{
+// docs-snippet-begin: resume-member
+// In each other process: its pipeline (its runners, queues and parts as usual)
+// is a member of the checkpoints of the chief's coordinator.
+quern::pipeline_options po;
+po.checkpoint_dir = "runs/a/ckpt";  // where the chief writes them
+po.restore = true;                  // take this member's sections back first
+quern::pipeline pipe{sys, po};
+pipe.add_queue_runner(reader_runner);
+pipe.checkpoint_as_member(chief.coordinator(), "reader-1");
+pipe.start_queue_runners(chief.coordinator());
+// docs-snippet-end
+}
+{
+// docs-snippet-begin: resume-chief
+// In the chief's process: its checkpoints pause the members and keep their sections.
+quern::pipeline_options po;
+po.checkpoint_dir = "runs/a/ckpt";
+po.restore = true;
+quern::pipeline pipe{sys, po};
+pipe.checkpoint_members_of(coord.actor());
+pipe.await_checkpoint_members({"host", "reader-1", "reader-2"}, std::chrono::minutes(1));
+pipe.checkpoint(step);  // ckpt-<step>.quern: its own sections and member/<name>/...
+// docs-snippet-end
+}
+}
+
 void resume_pipeline(quern::actor_system& sys, quern::coordinator& coord,
                      quern::producer_options po_epochs, quern::batch_options bo,
                      const std::function<void(const quern::element&)>& train) {

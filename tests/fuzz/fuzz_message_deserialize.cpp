@@ -102,6 +102,11 @@ void check(const std::vector<T>& xs) {
     check(x);
 }
 
+void check(const quern::queue_state& s) {
+  check(s.stored);
+  check(s.waiting);
+}
+
 void check(const caf::message& m) {
   for (size_t i = 0; i < m.size(); ++i) {
     if (m.match_element<quern::tensor>(i))
@@ -226,6 +231,7 @@ const round_trip_fn types[] = {
     round_trip<quern::coordinator_actor>,
     round_trip<quern::queue_runner_actor>,
     round_trip<caf::message>,
+    round_trip<quern::queue_state>,
 };
 constexpr size_t num_types = sizeof(types) / sizeof(types[0]);
 
@@ -307,6 +313,12 @@ void write_seeds(const std::string& dir) {
                         std::vector<registration>{{caf::actor{}, "w", true, true}}));
   write_seed(dir, 24, "msg_error",
              caf::make_message(make_error(error_code::invalid_argument, "bad")));
+  queue_state qs;
+  qs.stored = {batch};
+  qs.waiting = {batch};
+  qs.close_waiting = true;
+  qs.generator = "1 2 3";
+  write_seed(dir, 25, "queue_state", qs);
 }
 
 } // namespace

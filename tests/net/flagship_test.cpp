@@ -2,9 +2,13 @@
 // with a process killed midway: those that lose it end with status 14
 // (Unavailable), none hangs.
 #include <csignal>
+#include <filesystem>
 #include <regex>
+#include <set>
 
 #include <catch2/catch.hpp>
+
+#include <quern/summary/reader.hpp>
 
 #include "harness.hpp"
 
@@ -88,4 +92,60 @@ TEST_CASE("distributed NET-8 flagship: the queue host killed, trainer and reader
   require_exit(*f.reader, unavailable);
   CHECK(contains(f.trainer->err(), "Unavailable"));
   CHECK(contains(f.reader->err(), "Unavailable"));
+}
+
+namespace {
+
+/// The steps of the scalars tagged `tag` in the event files of `dir`.
+std::set<int64_t> steps_of(const std::string& dir, const std::string& tag) {
+  std::set<int64_t> out;
+  for (auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().find("tfevents") == std::string::npos)
+      continue;
+    for (auto& ev : quern::read_event_file(entry.path().string()).events)
+      if (auto s = caf::get_if<quern::summary_event::summary>(&ev.what))
+        for (auto& v : s->values)
+          if (v.tag == tag)
+            out.insert(ev.step);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("distributed RS-12 flagship: stopped after a checkpoint and run again with "
+          "--restore, every process goes on and every example of a full batch is "
+          "trained once") {
+  scratch_dir dir;
+  auto run_dir = dir.file("run");
+  std::vector<std::string> args{flagship_binary, "--files=2", "--rows=500", "--epochs=3",
+                                "--logdir=" + run_dir};
+  // Stopped at step 25: the job's last checkpoint is at step 20.
+  auto first_args = args;
+  first_args.insert(first_args.end(), {"--checkpoint-every=10", "--stop-after-steps=25"});
+  child first{"first", first_args, dir};
+  require_exit(first, 0);
+  CHECK(contains(first.out(), "trainer: stopped after step 25"));
+  // Restoring with another number of readers is refused, naming it.
+  auto other_args = args;
+  other_args.insert(other_args.end(), {"--restore", "--readers=3"});
+  child other{"other", other_args, dir};
+  require_exit(other, 1);
+  CHECK(contains(other.err(), "restore with as many readers as the checkpointed run "
+                              "had (2)"));
+  // Every process restored: the host's queues and producer, each reader's
+  // file in progress, the trainer's model and step.
+  auto second_args = args;
+  second_args.push_back("--restore");
+  child second{"second", second_args, dir};
+  require_exit(second, 0); // the trainer checks what it trained (--expect)
+  INFO(second.report());
+  CHECK(contains(second.out(), "trainer: restored from " + run_dir + "/ckpt at step 20"));
+  CHECK(contains(second.out(), "Done training -- epoch limit reached"));
+  // 3,000 examples: 93 full batches over the two runs, none twice, none lost.
+  CHECK(contains(second.out(), "trainer: trained 93 steps of 32"));
+  std::set<int64_t> all;
+  for (int64_t i = 0; i < 93; ++i)
+    all.insert(i);
+  CHECK(steps_of(run_dir, "loss") == all);
 }

@@ -96,9 +96,11 @@
 #include <quern/blocking_queue.hpp>
 #include <quern/command_line.hpp>
 #include <quern/coordinator.hpp>
+#include <quern/pipeline.hpp>
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
 #include <quern/remote.hpp>
+#include <quern/state_bytes.hpp>
 #include <quern/summary/summary_writer.hpp>
 
 #include "log_values.hpp"
@@ -123,10 +125,14 @@ struct node_config : quern::remote_config {
   int64_t fail_after = -1;
   std::string logdir;
   std::string queue = "rows";
+  std::string member;
+  std::string checkpoint_dir;
 
   node_config() {
     caf::config_option_adder{custom_options_, "node"}
-        .add(role, "role", "host, produce, consume, close, wait-stop or feed-until-stop")
+        .add(
+            role, "role",
+            "host, produce, consume, close, wait-stop, feed-until-stop, member-feed, ...")
         .add(address, "address", "host:port of the host (not for host)")
         .add(api, "api",
              "which client: enqueue/writer/batch or dequeue/fresh-dequeue/reader/batch")
@@ -147,7 +153,13 @@ struct node_config : quern::remote_config {
              "feed-until-stop: the runner's op throws after this many rows")
         .add(logdir, "logdir",
              "host: export a summary writer 'train' of this log directory")
-        .add(queue, "queue", "consume, close: the host's queue ('rows' or 'moved')");
+        .add(queue, "queue", "consume, close: the host's queue ('rows' or 'moved')")
+        .add(member, "member",
+             "host: its pipeline (holding 'rows') is the checkpoint member of this name "
+             "of its coordinator")
+        .add(checkpoint_dir, "checkpoint-dir",
+             "host with --node.member, member-feed: restore the member's sections of "
+             "the newest checkpoint here");
   }
 };
 
@@ -179,6 +191,16 @@ int host(quern::actor_system& sys, node_config& cfg) {
   }
   auto moved = quern::spawn_fifo_queue(sys, 8, {quern::dtype::int64},
                                        {quern::tensor_shape{}}, "moved");
+  // --node.member: 'rows' is in the checkpoints of a pipeline of another
+  // process, restored from --node.checkpoint-dir before anything is served.
+  quern::pipeline_options po;
+  po.checkpoint_dir = cfg.checkpoint_dir;
+  po.restore = !cfg.checkpoint_dir.empty();
+  quern::pipeline pipe{sys, po};
+  if (!cfg.member.empty()) {
+    pipe.add_checkpoint_queue(q);
+    pipe.checkpoint_as_member(coord, cfg.member);
+  }
   auto srv = quern::serve(
       sys, {cfg.listen, 0, false, {{"rows", q}, {"moved", moved}}, coord, writers});
   // Written whole, then renamed: the test never reads half a port.
@@ -414,6 +436,51 @@ int feed_until_stop(quern::actor_system& sys, node_config& cfg) {
     throw std::runtime_error("the queue runner was not stopped within 2 minutes");
   write_all(fd, "stopped\n");
   ::close(fd);
+  return 0;
+}
+
+// A checkpoint member "feeder" of the host's coordinator: a runner that
+// stores 0, 1, 2, ... in the host's 'rows' (one row a run, --node.pace-ms
+// apart), the next value its checkpoint part; restored from
+// --node.checkpoint-dir. "ready" in --node.out once it runs; ends when its
+// runner is stopped.
+int member_feed(quern::actor_system& sys, node_config& cfg) {
+  auto node = quern::connect(sys, cfg.address);
+  quern::pipeline_options po;
+  po.checkpoint_dir = cfg.checkpoint_dir;
+  po.restore = !cfg.checkpoint_dir.empty();
+  quern::pipeline pipe{sys, po};
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  auto op = quern::blocking_op([next, pace = cfg.pace_ms](quern::blocking_run& run) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{pace});
+    run.emit(row(next->load()));
+    ++*next;
+  });
+  pipe.add_checkpoint_part(
+      "feeder/next",
+      [next] {
+        quern::state_writer w;
+        w.write_i64(next->load());
+        return w.take();
+      },
+      [next](const std::string& bytes) {
+        quern::state_reader r{bytes, "the feeder's next value"};
+        *next = r.read_i64();
+        r.expect_end();
+      });
+  quern::queue_runner_options opts;
+  opts.name = "member-feeder";
+  opts.close_op = std::nullopt;
+  quern::queue_runner runner{node.queue("rows"), {op}, opts};
+  pipe.add_queue_runner(runner);
+  pipe.checkpoint_as_member(node.coordinator(), "feeder");
+  pipe.start_queue_runners(node.coordinator());
+  append_line(cfg.out, "ready from " + std::to_string(next->load()));
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+  while (runner.running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  if (runner.running())
+    throw std::runtime_error("the queue runner was not stopped within 2 minutes");
   return 0;
 }
 
@@ -718,6 +785,8 @@ int run(quern::actor_system& sys, node_config& cfg) {
     return feed_until_stop(sys, cfg);
   if (cfg.role == "feed-and-join")
     return feed_and_join(sys, cfg);
+  if (cfg.role == "member-feed")
+    return member_feed(sys, cfg);
   if (cfg.role == "connect")
     return connect_only(sys, cfg);
   if (cfg.role == "anon-connect")

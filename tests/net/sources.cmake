@@ -9,7 +9,8 @@ target_link_libraries(quern_test_distributed_node PRIVATE quern::net quern::logg
 # quern-node's tests join the suite when the tools are built.
 set(quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp ${CMAKE_CURRENT_LIST_DIR}/remote_writer_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/producer_test.cpp ${CMAKE_CURRENT_LIST_DIR}/door_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/producer_test.cpp ${CMAKE_CURRENT_LIST_DIR}/door_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp)
 set(quern_distributed_libs quern::net quern::logging)
 if(TARGET quern-node)
   list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/quern_node_test.cpp)

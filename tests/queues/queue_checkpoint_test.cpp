@@ -190,3 +190,28 @@ TEST_CASE_METHOD(system_fixture,
     CHECK(b.size() == 0);
   }
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "RS-12 a barrier is answered to its sender once its pushes before it "
+                 "reached the queue, stored or waiting for room",
+                 "[RS-12]") {
+  auto q = int_fifo(sys, 2, "barrier");
+  caf::scoped_actor self{sys};
+  // Three pushes into a queue of 2: two stored, one waits for room.
+  for (int64_t i = 0; i < 3; ++i)
+    self->send(q, push_atom::value, std::vector<element>{i64(i)});
+  self->send(q, barrier_atom::value, uint64_t{7});
+  std::vector<std::string> seen;
+  for (int i = 0; i < 3; ++i)
+    self->receive([&](pushed_atom, int32_t n,
+                      caf::error&) { seen.push_back("pushed " + std::to_string(n)); },
+                  [&](barrier_passed_atom, uint64_t token) {
+                    seen.push_back("barrier " + std::to_string(token));
+                  },
+                  caf::after(std::chrono::seconds(20)) >>
+                      [&] { seen.push_back("nothing"); });
+  CHECK(seen == std::vector<std::string>{"pushed 1", "pushed 1", "barrier 7"});
+  auto s = blocking_queue{sys, q}.snapshot();
+  CHECK(s.stored_rows() == 2);
+  CHECK(s.waiting_rows() == 1);
+}

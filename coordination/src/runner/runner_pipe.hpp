@@ -128,6 +128,14 @@ struct push_pipe {
   worker_meter_ptr meter;
   /// Pause requests answered once an abandoned run is owed nothing.
   std::vector<caf::typed_response_promise<bool>> pause_waiters;
+  /// The queue is of another process: a pause with pushes unanswered is
+  /// answered once a barrier sent after them came back (barrier_atom), so
+  /// that no row of this worker is on the wire when a checkpoint of several
+  /// processes takes that queue's rows (RS-12): each is stored, or waits for
+  /// room among the queue's waiting rows.
+  bool remote_queue = false;
+  uint64_t barrier = 0;         // the last barrier sent
+  bool barrier_pending = false; // it has not come back yet
 
   bool may_run() const {
     return !finish && !run_active && !paused &&
@@ -163,6 +171,7 @@ void init_pipe(Self* self, push_pipe& p, worker_settings s) {
   p.name = std::move(s.name);
   p.hooks = std::move(s.hooks);
   p.meter = std::move(s.meter);
+  p.remote_queue = detail::confirms_taking(p.queue);
   // A queue that is gone answers no push: the worker must not wait for it.
   self->monitor(p.queue);
   self->set_exception_handler([&p](caf::scheduled_actor* s, std::exception_ptr& ep) {

@@ -78,13 +78,35 @@ void async_wind_down(async_worker_ptr self, caf::error reason) {
   async_try_finish(self);
 }
 
+/// Before a pause is answered: pushes unanswered by a queue of another
+/// process may still be on the wire; a barrier sent after them comes back
+/// once they all reached it.
+void send_barrier(caf::event_based_actor* self, push_pipe& p) {
+  if (!p.remote_queue || p.pushes.empty())
+    return;
+  p.barrier_pending = true;
+  self->send(p.queue, barrier_atom::value, ++p.barrier);
+}
+
+/// A pause waiting for the worker's barrier (and, `settled`, for an
+/// abandoned run's owed answers) is answered once it came back.
+void answer_pause_if_settled(push_pipe& p, bool settled) {
+  if (!settled || p.barrier_pending)
+    return;
+  for (auto& rp : p.pause_waiters)
+    rp.deliver(true);
+  p.pause_waiters.clear();
+}
+
 /// An abandoned run's last owed answer came: a pause waiting for it is
 /// answered, a worker that ends may end, a resumed one runs again.
 void async_settled(async_worker_ptr self) {
   auto& p = self->state.pipe;
-  for (auto& rp : p.pause_waiters)
-    rp.deliver(true);
-  p.pause_waiters.clear();
+  if (!p.barrier_pending) {
+    for (auto& rp : p.pause_waiters)
+      rp.deliver(true);
+    p.pause_waiters.clear();
+  }
   async_try_finish(self);
   if (!p.finish)
     schedule_run(self, p);
@@ -105,7 +127,8 @@ caf::result<bool> async_pause(async_worker_ptr self, bool on) {
   }
   if (p.run_active)
     abandon_run(self);
-  if (!(st.client.abandoned() && st.client.owed()))
+  send_barrier(self, p);
+  if (!(st.client.abandoned() && st.client.owed()) && !p.barrier_pending)
     return true;
   auto rp = self->make_response_promise<bool>();
   p.pause_waiters.push_back(rp);
@@ -237,6 +260,13 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
         async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
       [self](worker_pause_atom, bool on) { return async_pause(self, on); },
+      [self](barrier_passed_atom, uint64_t token) {
+        auto& st = self->state;
+        if (token != st.pipe.barrier)
+          return;
+        st.pipe.barrier_pending = false;
+        answer_pause_if_settled(st.pipe, !(st.client.abandoned() && st.client.owed()));
+      },
   };
 }
 
@@ -326,14 +356,28 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       },
       // Seen only between runs (the run holds this actor's thread): paused
       // at once.
-      [self](worker_pause_atom, bool on) {
+      [self](worker_pause_atom, bool on) -> caf::result<bool> {
         auto& p = self->state.pipe;
         p.paused = on;
         if (p.meter)
           p.meter->to(activity::idle);
-        if (!on)
+        if (!on) {
           schedule_run(self, p);
-        return true;
+          return true;
+        }
+        send_barrier(self, p);
+        if (!p.barrier_pending)
+          return true;
+        auto rp = self->make_response_promise<bool>();
+        p.pause_waiters.push_back(rp);
+        return rp;
+      },
+      [self](barrier_passed_atom, uint64_t token) {
+        auto& p = self->state.pipe;
+        if (token != p.barrier)
+          return;
+        p.barrier_pending = false;
+        answer_pause_if_settled(p, true);
       },
   };
 }

@@ -1,0 +1,77 @@
+#pragma once
+
+// What a pipeline's checkpoint (pipeline_checkpoint.cpp) and its members of
+// other processes (checkpoint_members.cpp) share; private to coordination/.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "quern/coordination.hpp"
+
+#include "pipeline_state.hpp"
+#include "runner/runner_shared.hpp"
+
+namespace quern::pipeline_ckpt {
+
+std::string seconds(caf::timespan t);
+/// Whether this pipeline's checkpoint spans processes: it is a member of
+/// another's, or it pauses members of other processes. Then the queues of
+/// other processes are left to their own process's member.
+bool across_processes(const consumer::state& st);
+/// The queues of a pipeline (its runners' and its consumers'), each once,
+/// by checkpoint name; a queue of another process is refused (RS-11), or
+/// left out across processes.
+std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
+                                             const consumer::state& st);
+/// The checkpoint parts, each name once.
+std::vector<consumer::state::part> parts_of(const consumer::state& st);
+/// The runner actors of the runners started and still running.
+std::vector<detail::runner_impl_actor> running(const consumer::state& st);
+/// Pauses (or resumes) every runner at once; returns the workers that did
+/// not pause within `limit`. A runner that ended meanwhile runs no more.
+std::vector<std::string> pause_all(caf::actor_system& sys,
+                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   bool on, caf::timespan limit);
+/// `'a', 'b'`.
+std::string joined(const std::vector<std::string>& names);
+/// How long a member stays paused at most (see checkpoint_members.cpp).
+caf::timespan hold_of(caf::timespan limit);
+
+/// The checkpointing pipeline's side of its members (RS-12): asks the
+/// coordinator for them and sends each its pause at once; then reads the
+/// answers, takes the sections of all once all paused, and lets them run
+/// again (at the latest at its end).
+class members_pause {
+public:
+  /// No coordinator: no members.
+  members_pause(caf::actor_system& sys, const coordinator_actor& coord,
+                caf::timespan limit);
+  ~members_pause();
+  members_pause(const members_pause&) = delete;
+  members_pause& operator=(const members_pause&) = delete;
+
+  /// Reads every member's answer to its pause; `failed` gets one line per
+  /// member that did not pause.
+  void await_paused(std::vector<std::string>& failed);
+  /// Every paused member's sections, by member name.
+  void take_sections(std::map<std::string, std::map<std::string, std::string>>& out,
+                     std::vector<std::string>& failed);
+  /// Lets the paused members run again; returns those that had run again on
+  /// their own already (their hold passed).
+  std::vector<std::string> resume();
+
+private:
+  caf::actor_system& sys_;
+  caf::timespan limit_;
+  uint64_t token_;
+  caf::scoped_actor self_;
+  std::vector<registration> members_;
+  std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> asked_;
+  std::vector<registration> paused_;
+};
+
+} // namespace quern::pipeline_ckpt
