@@ -2,6 +2,7 @@
 // they say to this test process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -156,6 +157,12 @@ TEST_CASE("NET-20 quern-node refuses a bad command line with status 2, naming th
       "refuses to listen on '0.0.0.0' without TLS");
   run({"--coordinator", "--certificate=/nonexistent.pem"}, 2,
       "TLS needs a certificate, its key and a CA file together");
+  run({"--coordinator", "--listen=127.0.0.1:0", "--handshake-timeout-ms=0"}, 2,
+      "--handshake-timeout-ms must be positive, got 0");
+  run({"--coordinator", "--listen=127.0.0.1:0", "--max-pending-handshakes=0"}, 2,
+      "--max-pending-handshakes must be at least 1, got 0");
+  run({"--coordinator", "--listen=127.0.0.1:0", "--max-message-bytes=100"}, 2,
+      "--max-message-bytes must be at least 1024, got 100");
 }
 
 namespace {
@@ -230,4 +237,78 @@ TEST_CASE("quern-node on a port another socket listens on says the address is in
                      std::to_string(port) + ")"));
   first->signal(SIGTERM);
   require_exit(*first, 0);
+}
+
+namespace {
+
+// A connection to 127.0.0.1:port that never sends: -1 unless the node
+// accepted it (its 32-byte handshake arrived) within 20 s.
+int silent_connection(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  char buf[32];
+  size_t got = 0;
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (got < sizeof buf && std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    auto n = ::recv(fd, buf + got, sizeof buf - got, 0);
+    if (n <= 0)
+      break;
+    got += static_cast<size_t>(n);
+  }
+  if (got < sizeof buf) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the node closes `fd` within `limit`.
+bool node_closes(int fd, std::chrono::milliseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  char buf[256];
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    if (::recv(fd, buf, sizeof buf, 0) <= 0)
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("NET-24 quern-node's --max-pending-handshakes and --handshake-timeout-ms bound "
+          "the connections that never finish their handshake") {
+  scratch_dir dir;
+  std::unique_ptr<child> node;
+  auto port = serve_rows(dir, node, "127.0.0.1:0", dir.file("node.port"),
+                         {"--max-pending-handshakes=2", "--handshake-timeout-ms=60000"});
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) {
+    fds.push_back(silent_connection(port));
+    REQUIRE(fds.back() >= 0);
+  }
+  // Only the bound closes here (the timeout is a minute away): the two
+  // oldest go for the two newest, at once (the default bound of 256 would
+  // keep them until the default timeout, 10 s).
+  CHECK(node_closes(fds[0], 8s));
+  CHECK(node_closes(fds[1], 8s));
+  CHECK_FALSE(node_closes(fds[3], 500ms));
+  test_peer peer{"127.0.0.1:" + std::to_string(port)};
+  CHECK(peer.node.description().find("quern node") != std::string::npos);
+  for (int fd : fds)
+    ::close(fd);
+  node->signal(SIGTERM);
+  require_exit(*node, 0);
 }

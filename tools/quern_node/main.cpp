@@ -39,7 +39,28 @@ struct settings {
   /// serves at once, though sockets of its last run linger (TIME-WAIT).
   bool no_reuse_address = false;
   tls_options tls;
+  /// What a peer may do before its handshake (serve_options; docs/distributed.md,
+  /// "What a node withstands").
+  int64_t handshake_timeout_ms = 10000;
+  int64_t max_pending_handshakes = 256;
+  int64_t max_message_bytes = int64_t{64} << 20;
 };
+
+// The front door's bounds, each refused by its flag's name when out of range.
+void set_door_bounds(const settings& s, serve_options& opts) {
+  if (s.handshake_timeout_ms <= 0)
+    throw invalid_argument_error("--handshake-timeout-ms must be positive, got " +
+                                 std::to_string(s.handshake_timeout_ms));
+  if (s.max_pending_handshakes < 1)
+    throw invalid_argument_error("--max-pending-handshakes must be at least 1, got " +
+                                 std::to_string(s.max_pending_handshakes));
+  if (s.max_message_bytes < 1024)
+    throw invalid_argument_error("--max-message-bytes must be at least 1024, got " +
+                                 std::to_string(s.max_message_bytes));
+  opts.handshake_timeout = std::chrono::milliseconds{s.handshake_timeout_ms};
+  opts.max_pending_handshakes = static_cast<size_t>(s.max_pending_handshakes);
+  opts.max_message_bytes = static_cast<size_t>(s.max_message_bytes);
+}
 
 // The port into --port-file, for whoever started it to poll.
 void write_port(const std::string& path, uint16_t port) {
@@ -60,6 +81,7 @@ int run(const settings& s, const sigset_t& stop_signals) {
       tls ? std::make_unique<remote_config>(s.tls) : std::make_unique<remote_config>();
   actor_system sys{*cfg};
   serve_options opts{host, port, !s.no_reuse_address};
+  set_door_bounds(s, opts);
   std::string what;
   for (auto& q : queue_flags) {
     if (opts.queues.count(q.name))
@@ -129,8 +151,18 @@ int main(int argc, char** argv) {
       "no-reuse-address", po::bool_switch(&s.no_reuse_address),
       "do not listen while sockets of an earlier run linger on the port (by default "
       "a node started again on its port serves at once)")(
-      "certificate", po::value(&s.tls.certificate), "TLS: this node's PEM certificate")(
-      "key", po::value(&s.tls.key), "TLS: its PEM private key")(
+      "handshake-timeout-ms", po::value(&s.handshake_timeout_ms)->default_value(10000),
+      "close a connection that has not finished its handshake this long after its "
+      "accept")("max-pending-handshakes",
+                po::value(&s.max_pending_handshakes)->default_value(256),
+                "at most this many connections wait for their handshake; the oldest is "
+                "closed for a new one (and at most half the descriptor limit)")(
+      "max-message-bytes",
+      po::value(&s.max_message_bytes)->default_value(int64_t{64} << 20),
+      "close a connection whose message claims more bytes than this, before anything "
+      "is allocated")("certificate", po::value(&s.tls.certificate),
+                      "TLS: this node's PEM certificate")("key", po::value(&s.tls.key),
+                                                          "TLS: its PEM private key")(
       "passphrase", po::value(&s.tls.passphrase), "TLS: the key's passphrase")(
       "ca-file", po::value(&s.tls.ca_file),
       "TLS: the CA certificates peers must be signed by (certificate, key and CA file "
