@@ -250,7 +250,9 @@ TEST_CASE("distributed RS-12 a member that does not pause, or runs again before 
                                      {quern::tensor_shape{}}, "fed");
   // Inside its run while `stuck`: it cannot pause then.
   auto stuck = std::make_shared<std::atomic<bool>>(true);
-  auto op = quern::blocking_op([stuck](quern::blocking_run& run) {
+  auto inside = std::make_shared<std::atomic<bool>>(false);
+  auto op = quern::blocking_op([stuck, inside](quern::blocking_run& run) {
+    *inside = true;
     while (*stuck)
       std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(1ms);
@@ -275,6 +277,9 @@ TEST_CASE("distributed RS-12 a member that does not pause, or runs again before 
     }
     return std::string("not refused");
   };
+  // Its worker is inside its first run: a snapshot asked before that
+  // would find it between runs, and pause it.
+  REQUIRE(eventually(run_limit, [&] { return inside->load(); }));
   auto why = refused([&] { chief.snapshot(1); });
   CHECK_THAT(why, Catch::Contains("checkpoint at step 1 not taken"));
   CHECK_THAT(why, Catch::Contains("of checkpoint member 'm' did not pause within"));
