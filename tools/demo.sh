@@ -12,8 +12,12 @@ rm -rf "$logdir"
 echo "== running $build/examples/$example (logging to $logdir/)"
 "$build/examples/$example" --logdir "$logdir"
 echo
-echo "== the scalars it logged ($board inspect $logdir)"
-"$board" inspect "$logdir"
+# A few of its tags; the pipeline's own figures (runner/, worker/, queue/)
+# are on the page.
+tags=(--tag loss --tag consumer/shuffle_batch_join/wait_fraction
+  --tag input_producer/fraction_of_32_full --tag pipeline/verdict)
+echo "== some of the scalars it logged ($board inspect $logdir ${tags[*]}; every tag without --tag)"
+"$board" inspect "$logdir" "${tags[@]}"
 echo
 echo "== their charts ($board html $logdir)"
 "$board" html "$logdir" -o "$logdir/index.html"
