@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "quern/blocking_queue.hpp"
@@ -115,8 +116,11 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
     std::vector<tensor> defaults;
     csv_source_options opts;
     std::shared_ptr<reader_group> group;
-    /// What undoes the last read (with_take_back; the source's own thread).
-    std::function<void()> undo_last;
+    /// What undoes each thread's last read (with_take_back, asked by that
+    /// thread): one slot per thread, since the threads of one source share
+    /// this state (num_threads > 1; they take nothing back).
+    std::mutex undo_mtx;
+    std::map<std::thread::id, std::function<void()>> undo_last;
   };
   auto group = group_of(filenames);
   auto part = "readers of " + checkpoint_name(blocking_queue{sys, filenames}.spec());
@@ -146,7 +150,7 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
     auto lines = st->reader->read_values_up_to(st->files, st->opts.read_batch);
     auto began = st->reader->last_read_start();
     std::weak_ptr<state> weak = st;
-    st->undo_last = [weak, before = std::move(before), was_at, began] {
+    std::function<void()> undo = [weak, before = std::move(before), was_at, began] {
       auto s = weak.lock();
       if (!s)
         return;
@@ -155,6 +159,10 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
       if (began && began != was_at)
         s->group->to_continue.push_front(*began);
     };
+    {
+      std::lock_guard<std::mutex> guard{st->undo_mtx};
+      st->undo_last[std::this_thread::get_id()] = std::move(undo);
+    }
     return element{decode_csv(lines, st->defaults, st->opts.field_delim,
                               st->opts.use_quote_delim, st->opts.na_value,
                               st->opts.select_cols)};
@@ -162,7 +170,15 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
   source.with_signature(std::move(sig));
   source.with_take_back([weak = std::weak_ptr<state>(st)]() -> std::function<void()> {
     auto s = weak.lock();
-    return s ? std::move(s->undo_last) : nullptr;
+    if (!s)
+      return nullptr;
+    std::lock_guard<std::mutex> guard{s->undo_mtx};
+    auto i = s->undo_last.find(std::this_thread::get_id());
+    if (i == s->undo_last.end())
+      return nullptr;
+    auto undo = std::move(i->second);
+    s->undo_last.erase(i);
+    return undo;
   });
   // One state for every source of the queue, which the batching helper adds
   // to the pipeline once (it holds the group weakly: no cycle).
