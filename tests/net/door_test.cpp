@@ -19,25 +19,12 @@
 #include <quern/remote.hpp>
 
 #include "harness.hpp"
+#include "raw_socket.hpp"
 
 using namespace std::chrono_literals;
 using namespace quern::test;
 
 namespace {
-
-// A plain TCP connection to 127.0.0.1:port; -1 if refused.
-int raw_connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // A valid BASP header (CAF 0.17.6: 32 bytes, big-endian) of `op` claiming
 // a payload of `len` bytes (a server handshake names BASP version 3).
@@ -51,45 +38,6 @@ std::array<unsigned char, 32> basp_header(unsigned char op, uint32_t len) {
   h[6] = static_cast<unsigned char>(len >> 8);
   h[7] = static_cast<unsigned char>(len);
   return h;
-}
-
-// Whether the peer closes `fd` within `limit` (what it sends is read and
-// dropped).
-bool closed_within(int fd, std::chrono::milliseconds limit) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
-      continue;
-    auto n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0)
-      return true;
-  }
-}
-
-// Reads the node's server handshake (its 32-byte header) from `fd`:
-// whether it came within `limit`, i.e. the node accepted the connection.
-bool accepted_within(int fd, std::chrono::milliseconds limit) {
-  pollfd p{fd, POLLIN, 0};
-  char buf[32];
-  size_t got = 0;
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (got < sizeof(buf)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
-      return false;
-    auto n = ::recv(fd, buf + got, sizeof(buf) - got, 0);
-    if (n <= 0)
-      return false;
-    got += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // Resident memory of this process, bytes.

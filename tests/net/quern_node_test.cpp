@@ -2,7 +2,6 @@
 // they say to this test process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 
 #include "flags.hpp"
 #include "harness.hpp"
+#include "raw_socket.hpp"
 
 using namespace std::chrono_literals;
 using namespace quern::test;
@@ -239,55 +239,6 @@ TEST_CASE("quern-node on a port another socket listens on says the address is in
   require_exit(*first, 0);
 }
 
-namespace {
-
-// A connection to 127.0.0.1:port that never sends: -1 unless the node
-// accepted it (its 32-byte handshake arrived) within 20 s.
-int silent_connection(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  char buf[32];
-  size_t got = 0;
-  auto until = std::chrono::steady_clock::now() + 20s;
-  while (got < sizeof buf && std::chrono::steady_clock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    auto n = ::recv(fd, buf + got, sizeof buf - got, 0);
-    if (n <= 0)
-      break;
-    got += static_cast<size_t>(n);
-  }
-  if (got < sizeof buf) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Whether the node closes `fd` within `limit`.
-bool node_closes(int fd, std::chrono::milliseconds limit) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  char buf[256];
-  while (std::chrono::steady_clock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    if (::recv(fd, buf, sizeof buf, 0) <= 0)
-      return true;
-  }
-  return false;
-}
-
-} // namespace
-
 TEST_CASE("NET-24 quern-node's --max-pending-handshakes and --handshake-timeout-ms bound "
           "the connections that never finish their handshake") {
   scratch_dir dir;
@@ -296,15 +247,16 @@ TEST_CASE("NET-24 quern-node's --max-pending-handshakes and --handshake-timeout-
                          {"--max-pending-handshakes=2", "--handshake-timeout-ms=60000"});
   std::vector<int> fds;
   for (int i = 0; i < 4; ++i) {
-    fds.push_back(silent_connection(port));
+    fds.push_back(raw_connect(port));
     REQUIRE(fds.back() >= 0);
+    REQUIRE(accepted_within(fds.back(), 20s)); // never sends after
   }
   // Only the bound closes here (the timeout is a minute away): the two
   // oldest go for the two newest, at once (the default bound of 256 would
   // keep them until the default timeout, 10 s).
-  CHECK(node_closes(fds[0], 8s));
-  CHECK(node_closes(fds[1], 8s));
-  CHECK_FALSE(node_closes(fds[3], 500ms));
+  CHECK(closed_within(fds[0], 8s));
+  CHECK(closed_within(fds[1], 8s));
+  CHECK_FALSE(closed_within(fds[3], 500ms));
   test_peer peer{"127.0.0.1:" + std::to_string(port)};
   CHECK(peer.node.description().find("quern node") != std::string::npos);
   for (int fd : fds)
