@@ -474,8 +474,11 @@ int member_feed(quern::actor_system& sys, node_config& cfg) {
   quern::queue_runner runner{node.queue("rows"), {op}, opts};
   pipe.add_queue_runner(runner);
   pipe.checkpoint_as_member(node.coordinator(), "feeder");
+  // Where it goes on from (restored by checkpoint_as_member), read before
+  // its runner starts and moves it on.
+  auto from = next->load();
   pipe.start_queue_runners(node.coordinator());
-  append_line(cfg.out, "ready from " + std::to_string(next->load()));
+  append_line(cfg.out, "ready from " + std::to_string(from));
   auto until = std::chrono::steady_clock::now() + std::chrono::minutes{2};
   while (runner.running() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
