@@ -233,8 +233,13 @@ public:
   /// their readers' positions): `save` runs while every runner is paused,
   /// `restore` before any runner starts. Names must be unique in a pipeline:
   /// snapshot and restore refuse two of one name (invalid_argument_error).
-  void add_checkpoint_part(std::string name, std::function<std::string()> save,
-                           std::function<void(const std::string&)> restore);
+  /// `combine`, optional, makes one state of several saved ones (the
+  /// sections of a checkpoint member taken over by another, RS-13): a part
+  /// without it refuses to be combined.
+  void add_checkpoint_part(
+      std::string name, std::function<std::string()> save,
+      std::function<void(const std::string&)> restore,
+      std::function<std::string(const std::vector<std::string>&)> combine = {});
 
   /// A consistent snapshot at the consumer's step `step` (call it between
   /// two dequeues of the pipeline's one consumer thread): every started
@@ -302,7 +307,19 @@ public:
   /// Throws invalid_argument_error for a malformed name (before anything is
   /// restored) and the coordinator's for a name taken, unavailable_error when
   /// it cannot be reached within a minute; the pipeline is no member then.
-  void checkpoint_as_member(const coordinator_actor& coord, std::string name);
+  ///
+  /// `takes_over` restores on another number of processes (RS-13): it is
+  /// asked for every other member of the restored checkpoint, and this
+  /// member restores the sections of those it answers true for together with
+  /// its own: each part's states combined (a part without a combine function
+  /// fails the restore, naming it), a queue of theirs only if it held nothing.
+  /// Each member of the checkpoint must be started again or taken over by
+  /// exactly one member, or what it held is lost or delivered twice.
+  void checkpoint_as_member(const coordinator_actor& coord, std::string name,
+                            std::function<bool(const std::string&)> takes_over = {});
+  /// The members of the restored checkpoint whose sections this member took
+  /// over (checkpoint_as_member's `takes_over`).
+  std::vector<std::string> taken_over_members() const;
   /// The checkpoint members registered with `coord` take part in every
   /// snapshot of this pipeline: each pauses its runners with this
   /// pipeline's (within options().checkpoint_pause_limit), answers its

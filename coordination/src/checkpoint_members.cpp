@@ -189,6 +189,76 @@ std::vector<std::string> members_pause::resume() {
   return ran_on;
 }
 
+std::vector<std::string> taken_over_by(const consumer::state& st,
+                                       const pipeline_snapshot& whole,
+                                       const std::string& me) {
+  std::function<bool(const std::string&)> takes_over;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    takes_over = st.takes_over;
+  }
+  std::vector<std::string> out;
+  if (takes_over)
+    for (auto& kv : whole.members)
+      if (kv.first != me && takes_over(kv.first))
+        out.push_back(kv.first);
+  return out;
+}
+
+std::map<std::string, std::string>
+sections_taken_over(const consumer::state& st, const pipeline_snapshot& whole,
+                    const std::string& me, const std::vector<std::string>& taken) {
+  // `others`: `'a', 'b'`.
+  auto refused = [&](const std::string& others, const std::string& why) {
+    return failed_precondition_error("checkpoint member '" + me +
+                                     "' cannot take over member(s) " + others + ": " +
+                                     why);
+  };
+  std::map<std::string, std::string> out;
+  std::map<std::string, std::vector<std::string>> states; // part states by part
+  auto add = [&](const std::string& who, const std::map<std::string, std::string>& secs) {
+    for (auto& [section, bytes] : secs) {
+      if (section.rfind("part/", 0) == 0) {
+        states[section.substr(5)].push_back(bytes);
+        continue;
+      }
+      // A queue: this member's own; one of a member taken over only if empty
+      // (its rows would have no queue of theirs to go back to).
+      if (who != me) {
+        auto q = decode_queue_state(bytes, "the checkpoint of member '" + who + "''s " +
+                                               section);
+        if (auto n = q.stored_rows() + q.waiting_rows(); n > 0)
+          throw refused(joined({who}), "its " + section + " held " + std::to_string(n) +
+                                           " row(s); restore it as a member of its own");
+        if (out.count(section))
+          continue;
+      }
+      out[section] = bytes;
+    }
+  };
+  if (auto mine = whole.members.find(me); mine != whole.members.end())
+    add(me, mine->second);
+  for (auto& other : taken)
+    add(other, whole.members.at(other));
+  std::map<std::string, consumer::state::part> parts;
+  for (auto& p : parts_of(st))
+    parts.emplace(p.name, p);
+  for (auto& [name, bytes] : states) {
+    if (bytes.size() == 1) {
+      out["part/" + name] = bytes.front();
+      continue;
+    }
+    auto p = parts.find(name);
+    if (p == parts.end() || !p->second.combine)
+      throw refused(joined(taken), "part '" + name +
+                                       "' cannot combine the states of several members "
+                                       "(it has no combine function); restore on as many "
+                                       "processes as the checkpointed run had");
+    out["part/" + name] = p->second.combine(bytes);
+  }
+  return out;
+}
+
 } // namespace pipeline_ckpt
 
 using namespace pipeline_ckpt;
@@ -200,7 +270,8 @@ void pipeline::add_checkpoint_queue(queue_actor q) {
   state_->consumed.push_back(std::move(q));
 }
 
-void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string name) {
+void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string name,
+                                    std::function<bool(const std::string&)> takes_over) {
   if (!coord)
     throw invalid_argument_error("checkpoint_as_member needs a coordinator");
   // Checked here too (the coordinator checks it), before anything is restored.
@@ -220,6 +291,7 @@ void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string 
   {
     std::lock_guard<std::mutex> guard{state_->mtx};
     state_->member_name = name;
+    state_->takes_over = std::move(takes_over);
     restore_first = opts_.restore && !state_->restore_tried;
     state_->restore_tried = true;
   }
@@ -229,6 +301,7 @@ void pipeline::checkpoint_as_member(const coordinator_actor& coord, std::string 
   } catch (...) {
     std::lock_guard<std::mutex> guard{state_->mtx};
     state_->member_name.clear();
+    state_->takes_over = nullptr;
     throw;
   }
   auto member = sys_.spawn<caf::detached>(member_behavior, state_, name);
@@ -286,6 +359,11 @@ void pipeline::await_checkpoint_members(const std::vector<std::string>& names,
                                     seconds(limit));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+std::vector<std::string> pipeline::taken_over_members() const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  return state_->taken_over;
 }
 
 std::vector<std::string> pipeline::restored_members() const {

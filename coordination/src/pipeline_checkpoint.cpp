@@ -159,15 +159,18 @@ std::string checkpoint_name(const queue_spec& spec) {
   return r;
 }
 
-void pipeline::add_checkpoint_part(std::string name, std::function<std::string()> save,
-                                   std::function<void(const std::string&)> restore) {
+void pipeline::add_checkpoint_part(
+    std::string name, std::function<std::string()> save,
+    std::function<void(const std::string&)> restore,
+    std::function<std::string(const std::vector<std::string>&)> combine) {
   if (name.empty() || !save || !restore)
     throw invalid_argument_error(
         "add_checkpoint_part needs a name, a save and a restore function");
   // Two parts of one name are refused by snapshot and restore, not here: a
   // pipeline that never checkpoints may build two helpers of one scope.
   std::lock_guard<std::mutex> guard{state_->mtx};
-  state_->parts.push_back({std::move(name), std::move(save), std::move(restore)});
+  state_->parts.push_back(
+      {std::move(name), std::move(save), std::move(restore), std::move(combine)});
 }
 
 pipeline_snapshot pipeline::snapshot(int64_t step) {
@@ -363,10 +366,12 @@ std::optional<std::string> pipeline::restore_latest() {
     restore(from_checkpoint(*c));
     return path;
   }
-  // A member takes its own sections of the checkpoint.
+  // A member takes its own sections of the checkpoint, and those of the
+  // members it takes over (RS-13).
   auto whole = from_checkpoint(*c);
+  auto taken = taken_over_by(*state_, whole, member);
   auto mine = whole.members.find(member);
-  if (mine == whole.members.end()) {
+  if (mine == whole.members.end() && taken.empty()) {
     std::cerr << "quern: checkpoint '" << path << "' holds nothing of checkpoint member '"
               << member
               << "' (it had ended, or had not joined, when the checkpoint was taken): "
@@ -377,9 +382,10 @@ std::optional<std::string> pipeline::restore_latest() {
   }
   checkpoint_contents own;
   own.step = c->step;
-  for (auto& [section, bytes] : mine->second)
-    own.sections.emplace(section, bytes);
+  own.sections = sections_taken_over(*state_, whole, member, taken);
   restore(from_checkpoint(own));
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  state_->taken_over = std::move(taken);
   return path;
 }
 

@@ -41,6 +41,17 @@ std::string joined(const std::vector<std::string>& names);
 /// How long a member stays paused at most (see checkpoint_members.cpp).
 caf::timespan hold_of(caf::timespan limit);
 
+/// The other members of `whole` that member `me` takes over (its
+/// takes_over answered true; RS-13).
+std::vector<std::string> taken_over_by(const consumer::state& st,
+                                       const pipeline_snapshot& whole,
+                                       const std::string& me);
+/// The sections member `me` restores: its own, and those of `taken`, each
+/// part's states combined and their queues checked empty (RS-13).
+std::map<std::string, std::string> sections_taken_over(
+    const consumer::state& st, const pipeline_snapshot& whole, const std::string& me,
+    const std::vector<std::string>& taken);
+
 /// The checkpointing pipeline's side of its members (RS-12): asks the
 /// coordinator for them and sends each its pause at once; then reads the
 /// answers, takes the sections of all once all paused, and lets them run

@@ -32,6 +32,8 @@ struct consumer::state {
     std::string name;
     std::function<std::string()> save;
     std::function<void(const std::string&)> restore;
+    /// Several saved states made one (empty: they cannot be, RS-13).
+    std::function<std::string(const std::vector<std::string>&)> combine;
   };
   std::vector<part> parts;
   std::vector<std::pair<std::string, pipeline_setting>> settings;
@@ -40,6 +42,9 @@ struct consumer::state {
   /// checkpoint_as_member: this pipeline's member name and actor.
   std::string member_name;
   caf::actor member;
+  /// checkpoint_as_member's takes_over, and the members it took over.
+  std::function<bool(const std::string&)> takes_over;
+  std::vector<std::string> taken_over;
   /// checkpoint_members_of: the coordinator whose members it pauses.
   coordinator_actor members_of;
   /// options().restore was acted on (by the first start_queue_runners).

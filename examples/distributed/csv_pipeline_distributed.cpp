@@ -33,8 +33,9 @@
 // reader's pipeline are checkpoint members of the trainer's pipeline, so one
 // file holds the host's queues and producer, the readers' files in progress
 // and the trainer's model and step. --stop-after-steps N stops the job there;
-// --restore (every role) goes on from the newest checkpoint, with the same
-// number of readers.
+// --restore (every role) goes on from the newest checkpoint, with any
+// number of readers: on fewer, each takes over the files in progress of
+// readers the run no longer has.
 //
 // A process that loses another (its connection drops, or the peer is
 // silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
@@ -58,6 +59,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <quern/blocking_queue.hpp>
@@ -116,6 +118,23 @@ std::vector<std::string> member_names(const settings& s) {
   return names;
 }
 
+// The number of a reader's member name (`reader-<n>`), 0 for another name.
+int reader_number(const std::string& member) {
+  const std::string prefix = "reader-";
+  if (member.rfind(prefix, 0) != 0 || member.size() == prefix.size() ||
+      member.size() > prefix.size() + 6 ||
+      member.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+    return 0;
+  return std::stoi(member.substr(prefix.size()));
+}
+
+// Restored on fewer readers than the checkpointed run had, reader k of n
+// takes over the readers n + k, 2n + k, ... of the checkpoint (their files
+// in progress go on here; docs/resume.md, "Across processes").
+int taken_over_by(int old_reader, int readers) {
+  return old_reader > readers ? (old_reader - 1) % readers + 1 : old_reader;
+}
+
 pipeline_options checkpoint_options(const settings& s) {
   pipeline_options po;
   po.checkpoint_dir = s.checkpoint_dir();
@@ -163,17 +182,21 @@ int trainer(actor_system& sys, const settings& s) {
     if (s.restore && pipe.restore_latest()) {
       step = pipe.restored_step();
       writer.restarted_at(step);
-      auto names = member_names(s);
-      auto restored = pipe.restored_members();
-      std::sort(names.begin(), names.end());
-      std::sort(restored.begin(), restored.end());
-      if (restored != names)
-        throw invalid_argument_error(
-            "the checkpoint's processes are not this job's: restore with as many "
-            "readers as the checkpointed run had (" +
-            std::to_string(restored.size() - 1) + ")");
-      std::cout << "trainer: restored from " << s.checkpoint_dir() << " at step " << step
-                << std::endl;
+      // Every process of the checkpoint goes on: the host, and each reader
+      // as itself or taken over by one of this run's (taken_over_by).
+      int old_readers = 0;
+      for (auto& m : pipe.restored_members()) {
+        if (m == "host")
+          continue;
+        if (reader_number(m) == 0)
+          throw invalid_argument_error("the checkpoint's process '" + m +
+                                       "' is not one of this job's (host, reader-<n>)");
+        ++old_readers;
+      }
+      std::cout << "trainer: restored from " << s.checkpoint_dir() << " at step " << step;
+      if (old_readers != s.readers)
+        std::cout << ", " << old_readers << " readers' work going on in " << s.readers;
+      std::cout << std::endl;
     }
   }
   // Served once the checkpoint read: a job restored otherwise ends before
@@ -274,21 +297,41 @@ int reader(actor_system& sys, const settings& s) {
   if (s.checkpointing()) {
     // Its files in progress, and its counts, in the trainer's checkpoints.
     auto& state = source.state();
-    pipe.add_checkpoint_part(state->name, state->save, state->restore);
+    pipe.add_checkpoint_part(state->name, state->save, state->restore, state->combine);
+    auto encode = [](int64_t n, int64_t b) {
+      state_writer w;
+      w.write_i64(n).write_i64(b);
+      return w.take();
+    };
+    auto decode = [](const std::string& bytes) {
+      state_reader r{bytes, "the reader's counts"};
+      auto n = r.read_i64();
+      auto b = r.read_i64();
+      r.expect_end();
+      return std::make_pair(n, b);
+    };
     pipe.add_checkpoint_part(
-        name + "/counts",
-        [read, batches] {
-          state_writer w;
-          w.write_i64(read->load()).write_i64(batches->load());
-          return w.take();
+        "counts", [read, batches, encode] { return encode(*read, *batches); },
+        [read, batches, decode](const std::string& bytes) {
+          std::tie(*read, *batches) = decode(bytes);
         },
-        [read, batches](const std::string& bytes) {
-          state_reader r{bytes, "the reader's counts"};
-          *read = r.read_i64();
-          *batches = r.read_i64();
-          r.expect_end();
+        [encode, decode](const std::vector<std::string>& states) { // taken over
+          int64_t n = 0, b = 0;
+          for (auto& bytes : states) {
+            auto [sn, sb] = decode(bytes);
+            n += sn;
+            b += sb;
+          }
+          return encode(n, b);
         });
-    pipe.checkpoint_as_member(chief.coordinator(), name); // restores first
+    auto id = s.id, readers = s.readers;
+    pipe.checkpoint_as_member(chief.coordinator(), name,
+                              [id, readers](const std::string& member) {
+                                auto n = reader_number(member);
+                                return n > readers && taken_over_by(n, readers) == id;
+                              }); // restores first
+    for (auto& m : pipe.taken_over_members())
+      std::cout << name << ": goes on with the files of " << m << std::endl;
   }
   coordinator coord{sys, chief.coordinator()};
   auto threads = pipe.start_queue_runners(coord);

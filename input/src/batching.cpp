@@ -242,7 +242,7 @@ void add_source_states(pipeline& pipe, const std::vector<example_source>& source
       if (std::find(added.begin(), added.end(), st.get()) != added.end())
         continue;
       added.push_back(st.get());
-      pipe.add_checkpoint_part(st->name, st->save, st->restore);
+      pipe.add_checkpoint_part(st->name, st->save, st->restore, st->combine);
       continue;
     }
     auto why = "cannot checkpoint source " + std::to_string(i) + " of '" + scope +

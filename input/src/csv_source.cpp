@@ -49,6 +49,14 @@ std::shared_ptr<reader_group> group_of(const queue_actor& q) {
   return strong;
 }
 
+std::string encode_work(const std::deque<work_position>& work) {
+  state_writer out;
+  out.write_u8(1).write_u64(work.size());
+  for (auto& w : work)
+    detail::write_work_position(out, w);
+  return out.take();
+}
+
 std::string save_group(reader_group& g) {
   std::vector<work_position> work;
   {
@@ -59,14 +67,10 @@ std::string save_group(reader_group& g) {
           work.push_back(*w);
     work.insert(work.end(), g.to_continue.begin(), g.to_continue.end());
   }
-  state_writer out;
-  out.write_u8(1).write_u64(work.size());
-  for (auto& w : work)
-    detail::write_work_position(out, w);
-  return out.take();
+  return encode_work({work.begin(), work.end()});
 }
 
-void restore_group(reader_group& g, const std::string& bytes, const std::string& what) {
+std::deque<work_position> decode_work(const std::string& bytes, const std::string& what) {
   state_reader in{bytes, what};
   auto version = in.read_u8();
   if (version != 1)
@@ -77,8 +81,26 @@ void restore_group(reader_group& g, const std::string& bytes, const std::string&
   for (uint64_t i = 0; i < n; ++i)
     work.push_back(detail::read_work_position(in));
   in.expect_end();
+  return work;
+}
+
+void restore_group(reader_group& g, const std::string& bytes, const std::string& what) {
+  auto work = decode_work(bytes, what);
   std::lock_guard<std::mutex> guard{g.mtx};
   g.to_continue = std::move(work);
+}
+
+/// The work units of several groups' states as one state (a checkpoint
+/// member taking over others' readers, RS-13): they are independent, so
+/// any reader may continue any of them.
+std::string combine_groups(const std::vector<std::string>& states,
+                           const std::string& what) {
+  std::deque<work_position> all;
+  for (auto& bytes : states) {
+    auto work = decode_work(bytes, what);
+    all.insert(all.end(), work.begin(), work.end());
+  }
+  return encode_work(all);
 }
 
 } // namespace
@@ -199,6 +221,9 @@ example_source csv_source(caf::actor_system& sys, queue_actor filenames,
               restore_group(*g, bytes, part);
             else
               throw failed_precondition_error(part + ": its csv_sources are gone");
+          },
+          [part](const std::vector<std::string>& states) {
+            return combine_groups(states, part);
           }});
     }
     shared = group->state;

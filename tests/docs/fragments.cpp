@@ -6,6 +6,7 @@
 // is the text between `// docs-snippet-begin: NAME` and `// docs-snippet-end`
 // here. Whole programs live in examples/ and are run by the tests.
 
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -356,6 +357,25 @@ if (auto latest = quern::read_latest_checkpoint("ckpt", &refused)) {
   current_file = r.read_string();
   r.expect_end();
 }
+// docs-snippet-end
+}
+
+// The number of a member named "reader-<i>", 0 for another name.
+int reader_number(const std::string& member) {
+  return member.rfind("reader-", 0) == 0 ? std::atoi(member.c_str() + 7) : 0;
+}
+
+void resume_take_over(quern::pipeline& pipe, quern::remote_node& chief, int k, int n) {
+// docs-snippet-begin: resume-take-over
+// Reader k of n also goes on with the files of the checkpointed run's
+// readers n + k, 2n + k, ... (reader_number parses "reader-<i>"; 0 for others).
+pipe.checkpoint_as_member(chief.coordinator(), "reader-" + std::to_string(k),
+                          [k, n](const std::string& member) {
+                            auto i = reader_number(member);
+                            return i > n && (i - 1) % n + 1 == k;
+                          });
+for (auto& m : pipe.taken_over_members())
+  std::cout << "goes on with the files of " << m << "\n";
 // docs-snippet-end
 }
 

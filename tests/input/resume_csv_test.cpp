@@ -14,6 +14,8 @@
 #include "quern/input/producers.hpp"
 #include "quern/messages.hpp"
 #include "quern/pipeline.hpp"
+#include "quern/queue.hpp"
+#include "quern/state_bytes.hpp"
 #include "temp_dir.hpp"
 
 using namespace quern;
@@ -150,6 +152,40 @@ TEST_CASE("RS-8 damaged bytes of the readers' part are refused, naming it", "[RS
     csv_pipeline p{sys, paths, 2};
     CHECK_THROWS_WITH(p.pipe.restore(snap), Catch::Contains("readers of input_producer"));
   }
+}
+
+TEST_CASE("RS-13 the readers' part combines the files in progress of several "
+          "pipelines' readers",
+          "[RS-13]") {
+  temp_dir dir;
+  auto paths = write_files(dir);
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  // Two pipelines (two processes' readers), each broken inside its files.
+  std::vector<std::string> states;
+  for (int at : {3, 11}) {
+    csv_pipeline p{sys, paths, 2};
+    p.pipe.start_queue_runners();
+    auto in = p.pipe.make_consumer(p.b.queue);
+    std::vector<int32_t> ids;
+    take(in, p.b, at, ids);
+    states.push_back(p.pipe.snapshot(at).parts.at("readers of input_producer"));
+  }
+  auto units = [](const std::string& bytes) {
+    state_reader r{bytes, "readers"};
+    CHECK(r.read_u8() == 1);
+    return r.read_u64();
+  };
+  example_source one =
+      csv_source(sys, spawn_fifo_queue(sys, 1, {dtype::string}, {{}}, "names"),
+                 {tensor::vector<int32_t>({0}), tensor::vector<int32_t>({0})});
+  auto& combine = one.state()->combine;
+  REQUIRE(combine);
+  auto both = combine(states);
+  CHECK(units(both) == units(states[0]) + units(states[1]));
+  // Damaged bytes are refused, naming the part.
+  states[1].resize(states[1].size() - 1);
+  CHECK_THROWS_WITH(combine(states), Catch::Contains("readers of names"));
 }
 
 namespace {

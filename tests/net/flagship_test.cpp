@@ -113,8 +113,8 @@ std::set<int64_t> steps_of(const std::string& dir, const std::string& tag) {
 
 } // namespace
 
-TEST_CASE("distributed RS-12 flagship: stopped after a checkpoint and run again with "
-          "--restore, every process goes on and every example of a full batch is "
+TEST_CASE("distributed RS-12 RS-13 flagship: stopped after a checkpoint and run again "
+          "with --restore on 2, 3 and 1 readers, every example of a full batch is "
           "trained once") {
   scratch_dir dir;
   auto run_dir = dir.file("run");
@@ -126,26 +126,26 @@ TEST_CASE("distributed RS-12 flagship: stopped after a checkpoint and run again 
   child first{"first", first_args, dir};
   require_exit(first, 0);
   CHECK(contains(first.out(), "trainer: stopped after step 25"));
-  // Restoring with another number of readers is refused, naming it.
-  auto other_args = args;
-  other_args.insert(other_args.end(), {"--restore", "--readers=3"});
-  child other{"other", other_args, dir};
-  require_exit(other, 1);
-  CHECK(contains(other.err(), "restore with as many readers as the checkpointed run "
-                              "had (2)"));
   // Every process restored: the host's queues and producer, each reader's
-  // file in progress, the trainer's model and step.
-  auto second_args = args;
-  second_args.push_back("--restore");
-  child second{"second", second_args, dir};
-  require_exit(second, 0); // the trainer checks what it trained (--expect)
-  INFO(second.report());
-  CHECK(contains(second.out(), "trainer: restored from " + run_dir + "/ckpt at step 20"));
-  CHECK(contains(second.out(), "Done training -- epoch limit reached"));
-  // 3,000 examples: 93 full batches over the two runs, none twice, none lost.
-  CHECK(contains(second.out(), "trainer: trained 93 steps of 32"));
-  std::set<int64_t> all;
-  for (int64_t i = 0; i < 93; ++i)
-    all.insert(i);
-  CHECK(steps_of(run_dir, "loss") == all);
+  // files in progress, the trainer's model and step; on as many readers as
+  // the checkpointed run had (2), on more (3: the third starts with new
+  // files) and on fewer (1: it takes over reader-2's files, RS-13).
+  for (auto readers : {2, 3, 1}) {
+    auto again = args;
+    again.insert(again.end(), {"--restore", "--readers=" + std::to_string(readers)});
+    child second{"restored on " + std::to_string(readers), again, dir};
+    require_exit(second, 0); // the trainer checks what it trained (--expect)
+    INFO(second.report());
+    CHECK(
+        contains(second.out(), "trainer: restored from " + run_dir + "/ckpt at step 20"));
+    CHECK(contains(second.out(), "Done training -- epoch limit reached"));
+    // 3,000 examples: 93 full batches over the two runs, none twice, none lost.
+    CHECK(contains(second.out(), "trainer: trained 93 steps of 32"));
+    CHECK(contains(second.out(), "reader-1: goes on with the files of reader-2") ==
+          (readers == 1));
+    std::set<int64_t> all;
+    for (int64_t i = 0; i < 93; ++i)
+      all.insert(i);
+    CHECK(steps_of(run_dir, "loss") == all);
+  }
 }

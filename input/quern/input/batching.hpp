@@ -63,6 +63,9 @@ struct source_state {
   std::string name;
   std::function<std::string()> save;
   std::function<void(const std::string&)> restore;
+  /// Optional: several saved states made one, for a checkpoint member that
+  /// takes over others' (pipeline::checkpoint_as_member, RS-13).
+  std::function<std::string(const std::vector<std::string>&)> combine = {};
 };
 
 class example_source {
