@@ -175,6 +175,14 @@ public:
   /// pauses between runs. Kept for the worker's life; it must stay safe to
   /// call after the op is gone.
   void on_pause(std::function<void()> hurry);
+  /// Registers `settle`, called in the worker's own thread when a pipeline
+  /// checkpoint pauses its runner, between two runs, before the worker says
+  /// it paused: an op that hands rows to a queue through a writer of its own
+  /// (direct_batch_op) makes them reach the queue (queue_writer::settle), so
+  /// that the checkpoint finds each of them there (RS-14). Returning false
+  /// (they did not reach it in time) makes the worker count as not paused,
+  /// failing the checkpoint. Kept for the worker's life.
+  void before_pause(std::function<bool()> settle);
 
 private:
   detail::blocking_state* state_;

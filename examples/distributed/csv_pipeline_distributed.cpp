@@ -283,13 +283,9 @@ int reader(actor_system& sys, const settings& s) {
   };
   auto examples = host.queue("examples");
   pipeline pipe{sys, checkpoint_options(s)};
-  // A checkpoint of several processes covers what a worker pushes (its op's
-  // emit), not rows streamed by a queue_writer of the op's own
-  // (direct_batch_op, faster): docs/resume.md, "Across processes".
-  auto op =
-      s.checkpointing()
-          ? blocking_op([counted](blocking_run& run) { run.emit_many(counted()); }, name)
-          : direct_batch_op(sys, examples, counted, {}, 4 * size_t(s.batch_size), name);
+  // Streamed through the op's own queue_writer; a checkpoint waits until
+  // what it sent reached the host (docs/resume.md, "Across processes").
+  auto op = direct_batch_op(sys, examples, counted, {}, 4 * size_t(s.batch_size), name);
   queue_runner_options qo;
   qo.name = name;
   qo.close_op = std::nullopt; // the host closes 'examples' when every reader is done

@@ -1,6 +1,7 @@
 #include "quern/input/batching.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 
@@ -188,6 +189,13 @@ enqueue_op direct_batch_op(caf::actor_system& sys, queue_actor target, example_f
           run.on_pause([weak = std::weak_ptr<state>(st)] {
             if (auto s = weak.lock())
               s->writer->hurry();
+          });
+          // Paused, what it sent reaches the queue before the checkpoint
+          // takes it (a queue of another process too, RS-14). Bounded for a
+          // queue that does not answer; its node's loss ends the wait sooner.
+          run.before_pause([weak = std::weak_ptr<state>(st)] {
+            auto s = weak.lock();
+            return !s || s->writer->settle(std::chrono::seconds(60));
           });
         }
         element batch;

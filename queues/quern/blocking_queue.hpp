@@ -254,8 +254,17 @@ public:
   /// push) sends what the writer holds at once, beyond the window, and
   /// returns. A pipeline checkpoint calls it (through blocking_run::on_pause)
   /// so that a writing op does not wait for room the paused pipeline will
-  /// not make (docs/resume.md).
+  /// not make (docs/resume.md); its worker starts no run after it until the
+  /// pipeline runs again.
   void hurry();
+  /// Sends everything the writer holds, beyond the window, and a barrier
+  /// after it, and waits until the barrier came back from the queue: every
+  /// row pushed before is then stored there or among its waiting rows, none
+  /// on its way (a queue of another process too). True then, or when the
+  /// stream has ended (its error is thrown by the next call); false when the
+  /// barrier did not come back within `limit`. A pipeline checkpoint calls
+  /// it through blocking_run::before_pause (docs/resume.md, RS-14).
+  bool settle(caf::timespan limit);
 
 private:
   /// Waits (the state's lock held) until the pump says something changed.

@@ -368,6 +368,23 @@ void queue_writer::hurry() {
   state_->changed.notify_all();
 }
 
+bool queue_writer::settle(caf::timespan limit) {
+  auto& st = *state_;
+  std::unique_lock<std::mutex> lock{st.mtx};
+  if (st.end)
+    return true;
+  st.send_pending(pump_);
+  st.hurried = false; // sent: the next push waits for the window again
+  // The queue handles one sender's messages in order: the barrier comes
+  // back once every push sent before it reached the queue.
+  auto token = ++st.barrier_sent;
+  caf::send_as(pump_, st.queue, barrier_atom::value, token);
+  detail::exit_watch::blocked_call waiting{
+      sys_, caf::actor_cast<caf::actor_addr>(st.queue), barrier_atom::value};
+  return st.changed.wait_for(lock, limit,
+                             [&] { return st.end || st.barrier_back >= token; });
+}
+
 void queue_writer::flush() {
   auto& st = *state_;
   std::unique_lock<std::mutex> lock{st.mtx};

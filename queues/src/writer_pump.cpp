@@ -1,5 +1,7 @@
 #include "writer_pump.hpp"
 
+#include <algorithm>
+
 #include <caf/actor_companion.hpp>
 #include <caf/scoped_execution_unit.hpp>
 #include <caf/send.hpp>
@@ -81,6 +83,8 @@ caf::actor make_writer_pump(caf::actor_system& sys, std::shared_ptr<writer_state
           st->answered(msg.get_as<int32_t>(1), err);
           if (!st->end && st->may_send())
             st->send_pending(pump);
+        } else if (msg.match_elements<barrier_passed_atom, uint64_t>()) {
+          st->barrier_back = std::max(st->barrier_back, msg.get_as<uint64_t>(1));
         } else if (msg.match_elements<caf::down_msg>()) {
           st->lost(queue_gone(msg.get_as<caf::down_msg>(0)));
         } else {

@@ -51,6 +51,10 @@ struct writer_state {
   /// queue_writer::hurry(): the push waiting for the window (or the next
   /// one) sends what it holds without waiting.
   bool hurried = false;
+  /// queue_writer::settle(): the last barrier sent after the pushes, and the
+  /// last one the queue sent back.
+  uint64_t barrier_sent = 0;
+  uint64_t barrier_back = 0;
 };
 
 /// Makes the pump of a writer on `state`: an actor (a CAF companion) that

@@ -23,7 +23,7 @@ using quern::test::temp_dir;
 
 namespace {
 
-constexpr int files = 5;
+constexpr int file_count = 5;
 constexpr int rows_per_file = 37;
 constexpr int64_t epochs = 2;
 
@@ -31,7 +31,7 @@ constexpr int64_t epochs = 2;
 std::vector<std::string> write_files(const temp_dir& dir) {
   std::vector<std::string> paths;
   int id = 0;
-  for (int f = 0; f < files; ++f) {
+  for (int f = 0; f < file_count; ++f) {
     std::string text = "id,twice\n";
     for (int r = 0; r < rows_per_file; ++r, ++id)
       text += std::to_string(id) + "," + std::to_string(2 * id) + "\n";
@@ -121,7 +121,7 @@ TEST_CASE("RS-8 csv_source readers broken inside their files are restored exactl
     std::map<int32_t, int> count;
     for (auto id : ids)
       ++count[id];
-    CHECK(count.size() == static_cast<size_t>(files * rows_per_file));
+    CHECK(count.size() == static_cast<size_t>(file_count * rows_per_file));
     for (auto& [id, n] : count) {
       INFO("id " << id);
       CHECK(n == epochs);
@@ -241,7 +241,7 @@ TEST_CASE("RS-9 the deterministic mode gives the same batches whatever the numbe
   temp_dir dir;
   auto paths = write_files(dir);
   auto expected = ordered_run(paths, 1);
-  REQUIRE(expected.size() == static_cast<size_t>(files * rows_per_file * epochs));
+  REQUIRE(expected.size() == static_cast<size_t>(file_count * rows_per_file * epochs));
   for (int threads : {3, 8})
     CHECK(ordered_run(paths, threads) == expected);
   std::mt19937 gen{99};

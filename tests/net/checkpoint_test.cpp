@@ -241,6 +241,41 @@ TEST_CASE(
   require_exit(*host.proc, 0);
 }
 
+TEST_CASE("distributed RS-14 a member whose op streams through its own queue_writer "
+          "is checkpointed exactly") {
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=1000000", "--node.member=host"});
+  // direct_batch_op: batches of 8 values, up to 64 rows sent and not yet
+  // answered, more waiting in the writer.
+  auto feeder =
+      start_client(dir, "feeder", host.address,
+                   {"--node.role=member-feed", "--node.api=writer", "--node.pace-ms=1",
+                    "--node.out=" + dir.file("feeder.out")});
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::pipeline chief{sys};
+    chief.checkpoint_members_of(node.coordinator());
+    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+    quern::blocking_queue rows{sys, node.queue("rows")};
+    // Each snapshot holds in the host every value the feeder made before
+    // it, none on the wire or left in the writer.
+    int64_t before = 0;
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(eventually(run_limit, [&] { return rows.size() > before; }));
+      auto v = view_of(chief.snapshot(i));
+      CHECK(v.next > before);
+      CHECK(v.rows == iota_to(v.next));
+      before = v.next;
+    }
+    quern::coordinator{sys, node.coordinator()}.request_stop();
+  }
+  require_exit(*feeder, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
 TEST_CASE("distributed RS-12 a member that does not pause, or runs again before the "
           "checkpoint is complete, fails it, naming the member") {
   quern::config cfg;

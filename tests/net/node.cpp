@@ -96,6 +96,7 @@
 #include <quern/blocking_queue.hpp>
 #include <quern/command_line.hpp>
 #include <quern/coordinator.hpp>
+#include <quern/input/batching.hpp>
 #include <quern/pipeline.hpp>
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
@@ -441,9 +442,10 @@ int feed_until_stop(quern::actor_system& sys, node_config& cfg) {
 
 // A checkpoint member "feeder" of the host's coordinator: a runner that
 // stores 0, 1, 2, ... in the host's 'rows' (one row a run, --node.pace-ms
-// apart), the next value its checkpoint part; restored from
-// --node.checkpoint-dir. "ready" in --node.out once it runs; ends when its
-// runner is stopped.
+// apart; with --node.api=writer a direct_batch_op streaming batches of 8
+// through its own queue_writer), the next value its checkpoint part;
+// restored from --node.checkpoint-dir. "ready" in --node.out once it runs;
+// ends when its runner is stopped.
 int member_feed(quern::actor_system& sys, node_config& cfg) {
   auto node = quern::connect(sys, cfg.address);
   quern::pipeline_options po;
@@ -456,6 +458,17 @@ int member_feed(quern::actor_system& sys, node_config& cfg) {
     run.emit(row(next->load()));
     ++*next;
   });
+  if (cfg.api == "writer")
+    op = quern::direct_batch_op(
+        sys, node.queue("rows"),
+        [next, pace = cfg.pace_ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds{pace});
+          std::vector<int64_t> values(8);
+          for (auto& v : values)
+            v = (*next)++;
+          return quern::element{quern::tensor::vector<int64_t>(std::move(values))};
+        },
+        {}, 64, "feed");
   pipe.add_checkpoint_part(
       "feeder/next",
       [next] {

@@ -3,7 +3,7 @@
 # starts it as real processes on 127.0.0.1. Label `distributed` (ctest -L distributed).
 add_executable(quern_test_distributed_node ${CMAKE_CURRENT_LIST_DIR}/node.cpp)
 # CAF::openssl: the anonymous TLS client of the TLS tests uses CAF directly.
-target_link_libraries(quern_test_distributed_node PRIVATE quern::net quern::logging CAF::openssl
+target_link_libraries(quern_test_distributed_node PRIVATE quern::net quern::logging quern::input CAF::openssl
                       quern_warnings)
 
 # quern-node's tests join the suite when the tools are built.

@@ -389,3 +389,29 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(stored == 2);
   CHECK(p.size() == (shuffle ? 4 : 1));
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "stream: settle sends what the writer holds and returns once it "
+                 "reached the queue",
+                 "[stream][RS-14]") {
+  // A full queue answers no push: with two pushes waiting for room, the
+  // third batch stays in the writer, which a snapshot of the queue would
+  // not see. settle() sends it with a barrier after it; once the barrier is
+  // back, every row pushed is stored or waiting at the queue.
+  auto q = int_fifo(sys, 4);
+  blocking_queue b{sys, q};
+  queue_writer w{sys, q, 64};
+  for (int64_t i = 0; i < 3; ++i)
+    w.push_batch(i64s(iota(8 * i, 8 * i + 8)));
+  auto held = b.snapshot();
+  CHECK(held.stored_rows() + held.waiting_rows() == 16);
+  CHECK(w.settle(std::chrono::seconds(30)));
+  auto s = b.snapshot();
+  CHECK(s.stored_rows() == 4);
+  CHECK(s.waiting_rows() == 20);
+  // A writer whose stream ended settles at once; the error comes with the
+  // next call.
+  b.close(true);
+  CHECK(w.settle(std::chrono::seconds(30)));
+  CHECK_THROWS_AS(w.flush(), cancelled_error);
+}

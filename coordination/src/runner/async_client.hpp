@@ -84,13 +84,19 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     hooks_.push_back(std::move(f));
   }
+  /// A pause is requested: blocking workers start no run until resumed()
+  /// (a run started after the hooks fired could wait again for room).
   void fire() {
+    pausing_ = true;
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& f : hooks_)
       f();
   }
+  void resumed() { pausing_ = false; }
+  bool pausing() const { return pausing_; }
 
 private:
+  std::atomic<bool> pausing_{false};
   std::mutex mtx_;
   std::vector<std::function<void()>> hooks_;
 };
@@ -116,6 +122,15 @@ public:
     if (hooks_)
       hooks_->add(std::move(f));
   }
+  void before_pause(std::function<bool()> f) { settles_.push_back(std::move(f)); }
+  /// The op's before_pause functions, in the worker's thread: false when
+  /// one of them says what it sent did not reach its queue in time.
+  bool settle() {
+    bool all = true;
+    for (auto& f : settles_)
+      all = f() && all;
+    return all;
+  }
   blocking_run& run() noexcept { return run_; }
   uint64_t index() const noexcept { return index_; }
   bool should_stop() const noexcept {
@@ -131,6 +146,7 @@ private:
   run_output out_;
   const std::atomic<bool>* stop_ = nullptr;
   pause_hooks* hooks_ = nullptr;
+  std::vector<std::function<bool()>> settles_; // kept across runs
   blocking_run run_{*this};
 };
 

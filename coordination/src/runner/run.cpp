@@ -371,6 +371,10 @@ void blocking_run::on_pause(std::function<void()> hurry) {
   state_->on_pause(std::move(hurry));
 }
 
+void blocking_run::before_pause(std::function<bool()> settle) {
+  state_->before_pause(std::move(settle));
+}
+
 void blocking_run::end() {
   state_->end();
 }

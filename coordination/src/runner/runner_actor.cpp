@@ -233,6 +233,8 @@ caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
   // returns, so that its worker can pause between runs.
   if (on && st.cfg.hooks)
     st.cfg.hooks->fire();
+  else if (st.cfg.hooks)
+    st.cfg.hooks->resumed(); // before the workers are told to run again
   auto rp = self->make_response_promise<std::vector<std::string>>();
   auto left = std::make_shared<size_t>(st.live.size());
   auto late = std::make_shared<std::vector<std::string>>();
@@ -244,8 +246,11 @@ caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
     self->request(kv.second, limit, worker_pause_atom::value, on)
         .then([one_done](bool) mutable { one_done(); },
               [one_done, late, name = st.names[kv.first]](caf::error& e) mutable {
-                // A worker that ended meanwhile runs no more: not late.
-                if (e == caf::sec::request_timeout)
+                // A worker that ended meanwhile runs no more: not late. One
+                // whose op's rows did not settle is (deadline_exceeded).
+                if (e == caf::sec::request_timeout ||
+                    (e.category() == error_category &&
+                     code_of(e) == error_code::deadline_exceeded))
                   late->push_back(name);
                 one_done();
               });

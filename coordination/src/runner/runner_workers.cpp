@@ -302,7 +302,8 @@ void start_blocking_run(blocking_worker_ptr self) {
     try_finish(self, st.pipe, false);
     return;
   }
-  if (!st.pipe.may_run())
+  // Paused, or about to be: the pause message is on its way (pause_hooks).
+  if (!st.pipe.may_run() || (st.pipe.hooks && st.pipe.hooks->pausing()))
     return;
   auto& r = st.run;
   r.reset(st.pipe.runs++, st.pipe.stop.get(), st.pipe.hooks.get());
@@ -365,6 +366,11 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
           schedule_run(self, p);
           return true;
         }
+        // Rows the op's own writer sent reach their queue first (RS-14).
+        if (!self->state.run.settle())
+          return make_error(error_code::deadline_exceeded,
+                            "rows written by the op of worker '" + p.name +
+                                "' did not reach their queue in time");
         send_barrier(self, p);
         if (!p.barrier_pending)
           return true;
