@@ -31,6 +31,8 @@ struct stop_trial {
   int consumed_before_stop = 0;
   /// Stage 1 takes back what q1 refused (async_run::if_refused).
   bool take_back = true;
+  /// ... and its take-back throws (the rows then count as dropped).
+  bool take_back_throws = false;
 };
 
 struct trial_result {
@@ -61,12 +63,17 @@ trial_result run_trial(const stop_trial& t) {
   auto q2 = spawn_fifo_queue(sys, 8, {dtype::int64}, {tensor_shape{}});
   auto made = std::make_shared<std::atomic<int64_t>>(0);
   bool take_back = t.take_back;
-  queue_runner stage1{q1, {async_op([made, take_back](async_run& run) {
+  bool throws = t.take_back_throws;
+  queue_runner stage1{q1, {async_op([made, take_back, throws](async_run& run) {
                         run.emit(int_element((*made)++));
                         // Refused runs are taken back newest first: the
                         // counter ends at the first number not stored.
                         if (take_back)
-                          run.if_refused([made] { --*made; });
+                          run.if_refused([made, throws] {
+                            if (throws)
+                              throw std::runtime_error("the source moved on");
+                            --*made;
+                          });
                         run.done();
                       })}};
   int32_t n = t.rows_per_pull;
@@ -188,6 +195,25 @@ TEST_CASE("a stop counts the refused rows of a first stage that cannot take them
     CHECK(r.dropped_stage2 == 0);
     CHECK(r.seen + r.dropped_stage1 == r.made);
   }
+}
+
+TEST_CASE("a stop counts the refused rows of a take-back that throws", "[stop][QR-8]") {
+  std::mt19937 rng{7};
+  int64_t dropped = 0;
+  for (int i = 0; i < 20; ++i) {
+    stop_trial t;
+    t.take_back_throws = true;
+    t.cancel_q2 = i % 2 == 0;
+    t.consumed_before_stop = static_cast<int>(rng() % 40);
+    INFO("trial " << i);
+    auto r = run_trial(t);
+    CHECK(r.duplicates == 0);
+    CHECK(r.dropped_stage2 == 0);
+    // Not taken back: counted, never silent.
+    CHECK(r.seen + r.dropped_stage1 == r.made);
+    dropped += r.dropped_stage1;
+  }
+  CHECK(dropped > 0); // some runs were refused and their take-back failed
 }
 
 TEST_CASE("a stopped worker withdraws its pushes from a full queue that is not cancelled",

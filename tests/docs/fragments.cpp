@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -69,6 +70,20 @@ catch (const std::exception& e) { coord.request_stop(e); }
 coord.request_stop();
 coord.join(threads);     // throws the first error with its original message
 // docs-snippet-end
+}
+
+void queues_if_refused() {
+// docs-snippet-begin: queues-if-refused
+// Makes 0, 1, 2, ...: a run the queue refused at a stop is undone, as if
+// never made, so `next` is the first number no queue holds.
+auto next = std::make_shared<int64_t>(0);
+auto op = quern::blocking_op([next](quern::blocking_run& run) {
+  auto made = (*next)++;
+  run.emit(quern::element{quern::tensor::scalar(made)});
+  run.if_refused([next, made] { *next = made; });  // newest refused run first
+});
+// docs-snippet-end
+(void)op;
 }
 
 int coordination_signals(caf::actor_system& sys, std::vector<caf::actor> threads) {
