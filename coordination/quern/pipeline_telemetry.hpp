@@ -1,7 +1,7 @@
 #pragma once
 
 // Where a pipeline's time goes (docs/input.md, "Where the pipeline waits";
-// docs/semantics.md TL-1..TL-7): what pipeline::telemetry() returns. Every
+// docs/semantics.md TL-1..TL-11): what pipeline::telemetry() returns. Every
 // share is of the span the figures cover (the time since the previous
 // telemetry() call, or since the pipeline was made).
 
@@ -75,11 +75,17 @@ struct queue_telemetry {
   int32_t capacity = 0;
   /// size / capacity when asked (0 for an unbounded queue).
   double fill = 0;
-  /// Rows its runners' pushes stored per second, and rows its consumers
-  /// and the pipeline's workers took per second (an async op's dequeues
-  /// and pulls, a blocking op's dequeues through a blocking handle).
+  /// Rows the queue stored per second, and rows it handed out per second,
+  /// as the queue itself counts them (TL-4, TL-11): every producer and
+  /// consumer of it, of this process or another, in a runner or not.
   double enqueue_rate = 0;
   double dequeue_rate = 0;
+  /// How long, on the mean, an enqueue-side attempt (an enqueue, a push)
+  /// and a dequeue-side one (a dequeue, one batch of a pull) that completed
+  /// in the span waited at the queue: for room, and for rows (TL-11). An
+  /// attempt served at once counts 0; 0 when none completed.
+  double enqueue_wait_seconds = 0;
+  double dequeue_wait_seconds = 0;
 };
 
 /// What pipeline::telemetry() returns.

@@ -21,6 +21,29 @@
 
 namespace quern {
 
+namespace detail {
+
+/// What telemetry() remembers of a queue between two readings: its name
+/// (from its spec, asked once) and its counters at the previous reading
+/// (TL-11: the span's figures are their deltas).
+struct queue_mark {
+  std::string name;
+  bool named = false;
+  queue_stats stats;
+};
+
+/// Where the previous reading of the figures ended: the span's start, and
+/// what each worker's, consumer's and queue's counters read then.
+struct telemetry_marks {
+  using worker_map = std::map<std::shared_ptr<worker_meter>, worker_reading>;
+  int64_t span = steady_ns();
+  worker_map workers;
+  std::map<std::shared_ptr<consumer_meter>, consumer_meter::reading> consumers;
+  std::map<caf::actor_id, queue_mark> queues;
+};
+
+} // namespace detail
+
 struct consumer::state {
   pipeline_options opts;
   mutable std::mutex mtx;
@@ -57,10 +80,7 @@ struct consumer::state {
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;
   std::mutex telemetry_mtx;
-  int64_t telemetry_mark = detail::steady_ns();
-  std::map<std::shared_ptr<detail::worker_meter>, detail::worker_reading> worker_marks;
-  std::map<std::shared_ptr<detail::consumer_meter>, detail::consumer_meter::reading>
-      consumer_marks;
+  detail::telemetry_marks marks;
 };
 
 } // namespace quern

@@ -18,31 +18,60 @@ namespace quern {
 
 namespace {
 
-/// How long telemetry() waits for a queue's size and spec.
+/// How long telemetry() waits for a queue's spec and counters.
 constexpr auto ask_limit = std::chrono::seconds(5);
 
+/// A queue as one reading sees it: its name, size and capacity, and what
+/// its counters (TL-11) grew by over the span.
 struct queue_info {
   std::string name;
   int32_t size = 0;
   int32_t capacity = 0;
+  queue_stats delta;
 };
 
-/// The queue's name, size and capacity; a queue that does not answer
-/// within ask_limit is named by its actor id, size 0.
-queue_info ask_queue(caf::actor_system& sys, const queue_actor& q) {
-  queue_info info;
-  info.name = "queue #" + std::to_string(q.id());
+/// Asks the queue for its counters (one round trip; its spec only the first
+/// time, for its name) and moves its mark on. A queue that does not answer
+/// within ask_limit is named by its actor id, size 0, its mark kept.
+queue_info ask_queue(caf::actor_system& sys, const queue_actor& q,
+                     detail::queue_mark& mark) {
   caf::scoped_actor self{sys};
-  self->request(q, ask_limit, spec_atom::value)
+  if (!mark.named) {
+    mark.name = "queue #" + std::to_string(q.id());
+    self->request(q, ask_limit, spec_atom::value)
+        .receive(
+            [&](queue_spec& s) {
+              mark.name = checkpoint_name(s);
+              mark.named = true;
+            },
+            [](caf::error&) {});
+  }
+  queue_info info;
+  info.name = mark.name;
+  self->request(q, ask_limit, queue_stats_atom::value)
       .receive(
-          [&](queue_spec& s) {
-            info.name = checkpoint_name(s);
-            info.capacity = s.capacity;
+          [&](queue_stats& now) {
+            info.size = now.size;
+            info.capacity = now.capacity;
+            auto& d = info.delta;
+            auto& before = mark.stats;
+            d.enqueued_rows = now.enqueued_rows - before.enqueued_rows;
+            d.dequeued_rows = now.dequeued_rows - before.dequeued_rows;
+            d.enqueue_attempts = now.enqueue_attempts - before.enqueue_attempts;
+            d.enqueue_wait_ns = now.enqueue_wait_ns - before.enqueue_wait_ns;
+            d.dequeue_attempts = now.dequeue_attempts - before.dequeue_attempts;
+            d.dequeue_wait_ns = now.dequeue_wait_ns - before.dequeue_wait_ns;
+            before = now;
           },
           [](caf::error&) {});
-  self->request(q, ask_limit, size_atom::value)
-      .receive([&](int32_t n) { info.size = n; }, [](caf::error&) {});
   return info;
+}
+
+/// The mean wait of the span's attempts, in seconds (0 when none completed).
+double mean_wait(int64_t wait_ns, int64_t attempts) {
+  return attempts > 0
+             ? static_cast<double>(wait_ns) * 1e-9 / static_cast<double>(attempts)
+             : 0.0;
 }
 
 double share(int64_t ns, int64_t span) {
@@ -142,10 +171,13 @@ void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& 
 }
 
 /// What one reading of the figures works with: the span, the queues by
-/// actor id (asked once each) and their figures by name.
+/// actor id (asked once each per reading; their marks moved on in `next`)
+/// and their figures by name.
 struct reading {
-  explicit reading(caf::actor_system& s) : sys(s) {}
+  reading(caf::actor_system& s, detail::telemetry_marks& m) : sys(s), marks(m) {}
   caf::actor_system& sys;
+  detail::telemetry_marks& marks;
+  std::map<caf::actor_id, detail::queue_mark> next; // the queues seen now
   int64_t span = 1;
   double seconds = 0;
   std::map<caf::actor_id, queue_info> infos;
@@ -153,8 +185,10 @@ struct reading {
 
   queue_info& info(const queue_actor& q) {
     auto i = infos.find(q.id());
-    if (i == infos.end())
-      i = infos.emplace(q.id(), ask_queue(sys, q)).first;
+    if (i == infos.end()) {
+      auto& mark = next[q.id()] = marks.queues[q.id()];
+      i = infos.emplace(q.id(), ask_queue(sys, q, mark)).first;
+    }
     return i->second;
   }
   std::string name_of(caf::actor_id id) const {
@@ -164,10 +198,9 @@ struct reading {
   double per_second(int64_t n) const { return static_cast<double>(n) / seconds; }
 };
 
-using worker_marks = std::map<detail::worker_meter_ptr, detail::worker_reading>;
+using worker_marks = detail::telemetry_marks::worker_map;
 
-/// One worker's figures since `before` (TL-2); its rows taken count for
-/// its input queue's dequeue rate.
+/// One worker's figures since `before` (TL-2).
 worker_telemetry read_worker(reading& rd, const detail::worker_meter& m,
                              const detail::worker_reading& before,
                              const detail::worker_reading& now) {
@@ -184,8 +217,6 @@ worker_telemetry read_worker(reading& rd, const detail::worker_meter& m,
   w.rows_per_second = rd.per_second(now.rows_out - before.rows_out);
   w.runs = now.runs - before.runs;
   w.input_queue = rd.name_of(now.input);
-  if (!w.input_queue.empty())
-    rd.queues[w.input_queue].dequeue_rate += rd.per_second(now.rows_in - before.rows_in);
   return w;
 }
 
@@ -221,7 +252,6 @@ runner_telemetry read_runner(reading& rd, const queue_runner& r, worker_marks& m
     rt.input_queue = *inputs.begin();
   if (rt.workers.size() > 1)
     rt.straggler = rt.workers[slowest].name;
-  rd.queues[rt.queue].enqueue_rate += rt.rows_per_second;
   return rt;
 }
 
@@ -237,7 +267,6 @@ consumer_telemetry read_consumer(reading& rd, const detail::consumer_meter& m,
   c.step_seconds = static_cast<double>(now.wall_ns - before.wall_ns) * 1e-9;
   c.wait_fraction = c.step_seconds > 0 ? c.wait_seconds / c.step_seconds : 0.0;
   before = now;
-  rd.queues[c.queue].dequeue_rate += rd.per_second(c.rows);
   return c;
 }
 
@@ -252,31 +281,43 @@ pipeline_telemetry pipeline::telemetry() {
     runners = st.runners;
     consumers = st.consumer_meters;
   }
-  reading rd{sys_};
+  // One reading at a time: each moves the marks the next one starts from.
+  std::lock_guard<std::mutex> guard{st.telemetry_mtx};
+  auto& marks = st.marks;
+  reading rd{sys_, marks};
   for (auto& r : runners)
     rd.info(r.queue());
   for (auto& c : consumers)
     rd.info(c->queue());
+  pipeline_telemetry t;
+  auto now = detail::steady_ns();
+  rd.span = std::max<int64_t>(now - marks.span, 1);
+  rd.seconds = static_cast<double>(rd.span) * 1e-9;
+  marks.span = now;
+  t.span_seconds = rd.seconds;
+  // TL-4, TL-11: the queues' own counters, every producer and consumer of
+  // them counted (of this process or another).
   for (auto& [id, qi] : rd.infos) {
     auto& q = rd.queues[qi.name];
     q.name = qi.name;
     q.size = qi.size;
     q.capacity = qi.capacity;
     q.fill = qi.capacity > 0 ? static_cast<double>(qi.size) / qi.capacity : 0.0;
+    if (!st.opts.telemetry)
+      continue; // TL-7: the figures are zeros
+    auto& d = qi.delta;
+    q.enqueue_rate = rd.per_second(d.enqueued_rows);
+    q.dequeue_rate = rd.per_second(d.dequeued_rows);
+    q.enqueue_wait_seconds = mean_wait(d.enqueue_wait_ns, d.enqueue_attempts);
+    q.dequeue_wait_seconds = mean_wait(d.dequeue_wait_ns, d.dequeue_attempts);
   }
-  pipeline_telemetry t;
-  std::lock_guard<std::mutex> guard{st.telemetry_mtx};
-  auto now = detail::steady_ns();
-  rd.span = std::max<int64_t>(now - st.telemetry_mark, 1);
-  rd.seconds = static_cast<double>(rd.span) * 1e-9;
-  st.telemetry_mark = now;
-  t.span_seconds = rd.seconds;
-  worker_marks next; // the meters of old starts are dropped
+  marks.queues = std::move(rd.next);        // the queues of old starts are dropped
+  detail::telemetry_marks::worker_map next; // the meters of old starts too
   for (auto& r : runners)
-    t.runners.push_back(read_runner(rd, r, st.worker_marks, next));
-  st.worker_marks = std::move(next);
+    t.runners.push_back(read_runner(rd, r, marks.workers, next));
+  marks.workers = std::move(next);
   for (auto& m : consumers)
-    t.consumers.push_back(read_consumer(rd, *m, st.consumer_marks[m]));
+    t.consumers.push_back(read_consumer(rd, *m, marks.consumers[m]));
   for (auto& kv : rd.queues)
     t.queues.push_back(kv.second);
   if (!st.opts.telemetry) {

@@ -162,6 +162,8 @@ input_summaries::telemetry_values(const pipeline_telemetry& t) {
     add(p, "fill", q.fill);
     add(p, "enqueue_rate", q.enqueue_rate);
     add(p, "dequeue_rate", q.dequeue_rate);
+    add(p, "enqueue_wait_seconds", q.enqueue_wait_seconds);
+    add(p, "dequeue_wait_seconds", q.dequeue_wait_seconds);
   }
   return out;
 }

@@ -24,6 +24,8 @@ using close_atom = caf::atom_constant<caf::atom("close")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;
 using is_closed_atom = caf::atom_constant<caf::atom("is_closed")>;
 using spec_atom = caf::atom_constant<caf::atom("spec")>;
+/// (queue_stats) -> queue_stats: the queue's own counters (quern/queue_stats.hpp).
+using queue_stats_atom = caf::atom_constant<caf::atom("q_stats")>;
 
 // -- a producer that retries (quern/batch_key.hpp) --
 /// producer -> queue: (enqueue_keyed, key, batch, timeout) an enqueue_many

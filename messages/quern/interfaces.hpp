@@ -23,6 +23,7 @@
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
 #include "quern/queue_state.hpp"
+#include "quern/queue_stats.hpp"
 
 namespace quern {
 
@@ -43,6 +44,8 @@ constexpr caf::timespan wait_forever = caf::timespan::max();
 ///   dequeue_up_to(n, timeout)            -> batch of 1..n rows (n once open)
 ///   close(cancel_pending_enqueues)       -> true once the close took effect
 ///   size() -> int32, is_closed() -> bool, spec() -> queue_spec
+///   queue_stats() -> queue_stats: its size, capacity and the counters of
+///                  its own traffic (queue_stats.hpp; docs/semantics.md TL-11)
 /// The three dequeues are the one-batch case of a `demand` (demand.hpp).
 using strict_queue_actor = caf::typed_actor<
     caf::replies_to<enqueue_atom, element, caf::timespan>::with<int32_t>,
@@ -53,7 +56,8 @@ using strict_queue_actor = caf::typed_actor<
     caf::replies_to<close_atom, bool>::with<bool>,
     caf::replies_to<size_atom>::with<int32_t>,
     caf::replies_to<is_closed_atom>::with<bool>,
-    caf::replies_to<spec_atom>::with<queue_spec>>;
+    caf::replies_to<spec_atom>::with<queue_spec>,
+    caf::replies_to<queue_stats_atom>::with<queue_stats>>;
 
 /// The streaming (credit) protocol of every queue actor: one-way messages,
 /// answered by a message to the sender (docs/queues.md).

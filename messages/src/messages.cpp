@@ -21,6 +21,7 @@ void add_queue_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<element>>("std::vector<quern::element>");
   cfg.add_message_type<queue_options>("quern::queue_options");
   cfg.add_message_type<queue_spec>("quern::queue_spec");
+  cfg.add_message_type<queue_stats>("quern::queue_stats");
   cfg.add_message_type<demand>("quern::demand");
   cfg.add_message_type<batch_key>("quern::batch_key");
   cfg.add_message_type<queue_actor>("quern::queue_actor");

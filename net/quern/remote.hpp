@@ -56,7 +56,9 @@ namespace quern {
 // 9: a checkpoint's snapshot and restore of a queue (queue_state), the
 //    coordinator's checkpoint members (add_member, members), and a queue's
 //    barrier (barrier, barrier_passed).
-constexpr uint32_t wire_version = 9;
+// 10: a queue's counters (queue_stats), which pipeline telemetry asks of a
+//    queue of another process too.
+constexpr uint32_t wire_version = 10;
 
 /// `quern-wire-<wire_version>`.
 std::string wire_identifier();

@@ -192,6 +192,11 @@ public:
   int32_t size();
   bool is_closed();
   queue_spec spec();
+  /// The queue's size, capacity and the counters of its own traffic: rows
+  /// stored and handed out, and per side the attempts that completed and
+  /// how long those that waited waited in its line (docs/semantics.md
+  /// TL-11).
+  queue_stats stats();
 
   /// What the queue holds now, for a checkpoint (docs/resume.md): its stored
   /// rows, the rows of enqueues waiting for room, whether it is closed, its

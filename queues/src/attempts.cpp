@@ -35,10 +35,12 @@ progress enqueue_attempt::serve(queue_core& q) {
   if (k > 0) {
     q.storage().push(rows, k);
     stored += k;
+    q.count_stored(k);
     if (mark)
       mark->tally(keyed_number, k);
   }
   if (rows.empty()) {
+    q.count_enqueue(parked_ns != 0 ? queue_core::now_ns() - parked_ns : 0);
     done.deliver_count(q.self(), static_cast<int32_t>(total), caf::none);
     return progress::complete;
   }
@@ -62,6 +64,7 @@ progress dequeue_attempt::serve(queue_core& q) {
   int64_t rows_out = 0; // rows of `ready`, counted as handed to the client
   caf::error end;
   bool progressed = false;
+  int64_t now = 0; // read once, and only if the attempt was parked
   while (want.count > 0) {
     auto step = want.cut == batch_cut::any_size ? cut_any(q, end) : cut_exact(q, end);
     if (step == cut_step::waiting)
@@ -76,10 +79,21 @@ progress dequeue_attempt::serve(queue_core& q) {
     rows_out += held.size();
     emit(q, ready);
     --want.count;
+    // The batch's wait at the queue; a demand that still owes batches
+    // waits for the next from now on (TL-11).
+    int64_t waited = 0;
+    if (parked_ns != 0) {
+      if (now == 0)
+        now = queue_core::now_ns();
+      waited = now - parked_ns;
+      parked_ns = now;
+    }
+    q.count_dequeue(waited);
   }
   if (!ready.empty() || end)
     done.deliver_pulled(q.self(), std::move(ready), std::move(end));
   q.handed_to(client, rows_out);
+  q.count_handed(rows_out);
   if (want.count == 0)
     return progress::complete;
   return progressed ? progress::partial : progress::none;

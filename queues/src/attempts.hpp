@@ -69,6 +69,9 @@ struct enqueue_attempt {
   /// sources back). Cleared when waiting whole would stall the queue
   /// (queue_core::flush); a push larger than the capacity never has it.
   bool whole = false;
+  /// When it was parked in the line (steady clock, ns; 0: served at once so
+  /// far): its wait at the queue ends when it completes (TL-11).
+  int64_t parked_ns = 0;
 
   /// Stores what fits (or closes the queue) and answers once complete.
   progress serve(queue_core& q);
@@ -87,6 +90,10 @@ struct dequeue_attempt {
   row_list held; // rows taken for the current batch while waiting for the rest
   caf::actor_addr client;
   completion done;
+  /// Since when its next batch has been waiting in the line (steady clock,
+  /// ns; 0: not parked): set when it is parked, moved on as each batch is
+  /// handed out while it waits (TL-11).
+  int64_t parked_ns = 0;
 
   /// Cuts the batches it can now and answers with them.
   progress serve(queue_core& q);

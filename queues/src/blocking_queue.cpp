@@ -86,6 +86,10 @@ queue_spec blocking_queue::spec() {
   return client_.call<queue_spec>(queue_, spec_atom::value);
 }
 
+queue_stats blocking_queue::stats() {
+  return client_.call<queue_stats>(queue_, queue_stats_atom::value);
+}
+
 // -- the streaming clients' parts ---------------------------------------------
 
 namespace detail {

@@ -80,6 +80,7 @@ public:
         [this](size_atom) { return core_.size(); },
         [this](is_closed_atom) { return core_.is_closed(); },
         [this](spec_atom) { return core_.spec(); },
+        [this](queue_stats_atom) { return core_.stats(); },
         [this](enqueue_keyed_atom, const batch_key& key, element& batch,
                caf::timespan timeout) {
           auto rp = make_response_promise<int32_t>();

@@ -1,6 +1,7 @@
 #include "queue_core.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <caf/local_actor.hpp>
 
@@ -64,13 +65,36 @@ bool queue_core::has_live_enqueue_attempts() const {
 namespace {
 
 // A new attempt that is still pending sits at the back, unless later ones
-// were added meanwhile (they were not: add() flushes before returning).
+// were added meanwhile (they were not: add() flushes before returning). It
+// is parked from now on: the clock is read for attempts that wait only
+// (TL-11).
 template <class Attempts>
-bool still_pending(const Attempts& xs, uint64_t id) {
-  return std::any_of(xs.rbegin(), xs.rend(), [id](const auto& x) { return x.id == id; });
+bool still_pending(Attempts& xs, uint64_t id) {
+  auto i =
+      std::find_if(xs.rbegin(), xs.rend(), [id](const auto& x) { return x.id == id; });
+  if (i == xs.rend())
+    return false;
+  if (i->parked_ns == 0)
+    i->parked_ns = queue_core::now_ns();
+  return true;
 }
 
 } // namespace
+
+int64_t queue_core::now_ns() {
+  // Never 0, which means "not parked".
+  return std::max<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count(),
+                           1);
+}
+
+queue_stats queue_core::stats() const {
+  auto s = stats_;
+  s.size = size();
+  s.capacity = spec_.capacity;
+  return s;
+}
 
 bool queue_core::add(enqueue_attempt a) {
   auto id = a.id;

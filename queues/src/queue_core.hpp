@@ -19,6 +19,7 @@
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
 #include "quern/queue_state.hpp"
+#include "quern/queue_stats.hpp"
 
 #include "attempts.hpp"
 #include "completion.hpp"
@@ -76,6 +77,25 @@ public:
   /// The actor terminates: every pending attempt is answered cancelled.
   void shutdown();
 
+  /// Its size, capacity and the counters of its traffic (TL-11).
+  queue_stats stats() const;
+  /// An enqueue-side attempt stored `rows` more rows; one completed after
+  /// waiting `wait_ns` in the line (0: served at once).
+  void count_stored(int64_t rows) { stats_.enqueued_rows += rows; }
+  void count_enqueue(int64_t wait_ns) {
+    ++stats_.enqueue_attempts;
+    stats_.enqueue_wait_ns += wait_ns;
+  }
+  /// A dequeue-side attempt handed out `rows` rows; one batch handed out
+  /// after waiting `wait_ns`.
+  void count_handed(int64_t rows) { stats_.dequeued_rows += rows; }
+  void count_dequeue(int64_t wait_ns) {
+    ++stats_.dequeue_attempts;
+    stats_.dequeue_wait_ns += wait_ns;
+  }
+  /// The steady clock in nanoseconds, read only for attempts that wait.
+  static int64_t now_ns();
+
   /// What the queue holds now, for a checkpoint (queue_state.cpp).
   queue_state snapshot() const;
   /// Takes a snapshot back: the stored rows at once (whatever the capacity),
@@ -129,6 +149,8 @@ private:
   /// Rows handed to each client and not given back (a counter per client
   /// actor, forgotten when it goes down): the most it may give back.
   std::unordered_map<caf::actor_addr, int64_t> handed_;
+  /// The counters of stats() (size and capacity filled when asked).
+  queue_stats stats_;
 };
 
 } // namespace quern::detail

@@ -1,6 +1,6 @@
-// Where the pipeline waits (docs/input.md; docs/semantics.md TL-1..TL-7): a
-// three-stage pipeline made slow on purpose at each stage in turn, and at its
-// consumer. The assertions are orderings with large margins (one stage
+// Where the pipeline waits (docs/input.md; docs/semantics.md TL-1..TL-7,
+// TL-11): a three-stage pipeline made slow on purpose at each stage in turn,
+// and at its consumer. The assertions are orderings with large margins (one stage
 // sleeps or spins 20 ms per run, the others do next to nothing), never
 // timings.
 
@@ -115,6 +115,14 @@ const runner_telemetry& runner_named(const pipeline_telemetry& t, const std::str
     if (r.name == n)
       return r;
   FAIL("no runner " << n);
+  throw std::logic_error("unreachable");
+}
+
+const queue_telemetry& queue_named(const pipeline_telemetry& t, const std::string& n) {
+  for (auto& q : t.queues)
+    if (q.name == n)
+      return q;
+  FAIL("no queue " << n);
   throw std::logic_error("unreachable");
 }
 
@@ -260,4 +268,73 @@ TEST_CASE("TL-7 with telemetry off nothing is measured", "[TL-7]") {
     CHECK(r.workers.empty());
   CHECK(t.limiting_stage.empty());
   CHECK(t.verdict.find("telemetry is off") != std::string::npos);
+  for (auto& q : t.queues) {
+    INFO(q.name);
+    CHECK(q.enqueue_rate == 0);
+    CHECK(q.dequeue_rate == 0);
+    CHECK(q.enqueue_wait_seconds == 0);
+    CHECK(q.dequeue_wait_seconds == 0);
+  }
+}
+
+TEST_CASE("TL-11 a slow producer keeps the readers of its queue waiting at the queue",
+          "[TL-11][TL-4]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slowness slow;
+  slow.produce = 20ms;
+  slow_pipeline p{sys, slow};
+  auto t = p.run(0ms);
+  // decode's dequeues wait at `raw` for the producer's rows; nothing waits
+  // for room in it. The consumer's dequeues wait at `batches`.
+  auto& raw = queue_named(t, "raw");
+  CHECK(raw.dequeue_wait_seconds > 0);
+  CHECK(raw.dequeue_wait_seconds > raw.enqueue_wait_seconds);
+  auto& batches = queue_named(t, "batches");
+  CHECK(batches.dequeue_wait_seconds > batches.enqueue_wait_seconds);
+  for (auto& q : t.queues) {
+    INFO(q.name);
+    CHECK(q.enqueue_rate > 0);
+    CHECK(q.dequeue_rate > 0);
+  }
+}
+
+TEST_CASE("TL-11 a slow consumer keeps the writers of its queue waiting at the queue",
+          "[TL-11][TL-4]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  slow_pipeline p{sys, slowness{}};
+  auto t = p.run(20ms);
+  // `batches` stays full: the batching stage's pushes wait for room, the
+  // consumer's dequeues are served at once.
+  auto& batches = queue_named(t, "batches");
+  CHECK(batches.enqueue_wait_seconds > 0);
+  CHECK(batches.enqueue_wait_seconds > batches.dequeue_wait_seconds);
+}
+
+TEST_CASE("TL-4 TL-11 a queue's rates count every producer and consumer, in a runner "
+          "or not",
+          "[TL-4][TL-11]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  auto q = spawn_fifo_queue(sys, 16, {dtype::int64}, {tensor_shape{}}, "fed_by_hand");
+  pipeline pipe{sys};
+  auto in = pipe.make_consumer(q);
+  blocking_queue by_hand{sys, q};
+  for (int64_t i = 0; i < 10; ++i)
+    by_hand.enqueue(int_element(i));
+  for (int i = 0; i < 6; ++i)
+    in.dequeue();
+  auto t = pipe.telemetry();
+  REQUIRE(t.queues.size() == 1);
+  auto& fed = t.queues[0];
+  CHECK(fed.name == "fed_by_hand");
+  CHECK(fed.size == 4);
+  // No runner feeds it: the queue's own counters still see the rows.
+  CHECK(fed.enqueue_rate > 0);
+  CHECK(fed.dequeue_rate > 0);
+  CHECK(fed.enqueue_rate > fed.dequeue_rate);
+  // Served at once on both sides.
+  CHECK(fed.enqueue_wait_seconds == 0);
+  CHECK(fed.dequeue_wait_seconds == 0);
 }

@@ -101,6 +101,22 @@ TEST_CASE("TL-6 the telemetry is written as scalars and a verdict text", "[TL-6]
   CHECK(w.texts["pipeline/verdict"][0].rfind("the pipeline fed the trainer", 0) == 0);
 }
 
+TEST_CASE("TL-11 each queue's waits at the queue are written as scalars",
+          "[TL-11][TL-6]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  quern::test::temp_dir dir;
+  train(sys, dir.path(), caf::timespan{0}, 3);
+  auto w = read_back(dir.path());
+  std::set<int64_t> every_step{0, 1, 2};
+  for (auto tag : {"queue/batch/enqueue_wait_seconds", "queue/batch/dequeue_wait_seconds",
+                   "queue/input_producer/enqueue_wait_seconds",
+                   "queue/input_producer/dequeue_wait_seconds"}) {
+    INFO(tag);
+    CHECK(w.scalars[tag] == every_step);
+  }
+}
+
 TEST_CASE("TL-6 the telemetry is written at most once per interval, whatever the steps",
           "[TL-6]") {
   quern::config cfg;

@@ -14,6 +14,7 @@
 #include "quern/error.hpp"
 #include "quern/messages.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_stats.hpp"
 #include "quern/summary.hpp"
 
 using namespace quern;
@@ -83,6 +84,20 @@ TEST_CASE("every message type round-trips through CAF's binary serializer",
   CHECK(d2.count == 7);
   CHECK(d2.cut == batch_cut::dequeue_up_to);
   CHECK_FALSE(d2.as_rows);
+}
+
+TEST_CASE("TL-11 a queue's counters round-trip, for a queue of another process",
+          "[serialization][TL-11]") {
+  queue_stats st{3, 8, 40, 37, 5, 1234567890123, 9, 42};
+  auto st2 = round_trip(st);
+  CHECK(st2.size == 3);
+  CHECK(st2.capacity == 8);
+  CHECK(st2.enqueued_rows == 40);
+  CHECK(st2.dequeued_rows == 37);
+  CHECK(st2.enqueue_attempts == 5);
+  CHECK(st2.enqueue_wait_ns == 1234567890123);
+  CHECK(st2.dequeue_attempts == 9);
+  CHECK(st2.dequeue_wait_ns == 42);
 }
 
 TEST_CASE("a corrupt tensor on the wire is refused with a named error",
