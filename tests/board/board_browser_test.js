@@ -805,6 +805,11 @@ async function checkPipelineView(page, label) {
   const raw = p.queuesDrawn.find((q) => q.name === 'raw');
   check(raw && Math.abs(Number(raw.fill) - (7 * 1 + 3 * 0.75) / 10) < 1e-12,
     'TB-3 ' + label + ': a queue\'s fill is the mean of queue/<name>/fill over the span', raw);
+  check(raw && Math.abs(Number(raw.enqueue_wait) -
+    (7 * Math.fround(0.02) + 3 * Math.fround(0.001)) / 10) < 1e-12 &&
+    Number(raw.dequeue_wait) === 0 && /enqueue waited 14\.3 ms for room/.test(raw.title),
+  'TB-3 TL-11 ' + label + ': a queue\'s waits at the queue are the means of ' +
+    'queue/<name>/enqueue_wait_seconds and dequeue_wait_seconds, in its tooltip', raw);
   check(view.verdict && view.verdict.includes('stage `batch`'),
     'TB-3 ' + label + ': the last verdict of the span is shown', view.verdict);
   // The exposed wait beside the loss, at the top.

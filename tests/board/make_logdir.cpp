@@ -418,16 +418,21 @@ pipeline_telemetry reading(bool decode_limits, double x) {
                  stage("batch", "decoded", "batches", 0.9 - x, 0.02, 0, 1)};
     t.limiting_stage = "batch";
   }
-  auto queue = [](std::string name, int32_t capacity, double fill) {
+  auto queue = [](std::string name, int32_t capacity, double fill, double enqueue_wait,
+                  double dequeue_wait) {
     queue_telemetry q;
     q.name = std::move(name);
     q.capacity = capacity;
     q.fill = fill;
     q.size = static_cast<int32_t>(fill * capacity);
+    q.enqueue_wait_seconds = enqueue_wait;
+    q.dequeue_wait_seconds = dequeue_wait;
     return q;
   };
-  t.queues = {queue("raw", 16, decode_limits ? 1.0 : 0.75),
-              queue("decoded", 32, decode_limits ? 0.0 : 1.0), queue("batches", 4, 0.0)};
+  // A full queue's writers wait at it, an empty one's readers (TL-11).
+  t.queues = {queue("raw", 16, decode_limits ? 1.0 : 0.75, decode_limits ? 0.02 : 0.001, 0),
+              queue("decoded", 32, decode_limits ? 0.0 : 1.0, 0, 0.004),
+              queue("batches", 4, 0.0, 0, 0.01)};
   consumer_telemetry c;
   c.queue = "batches";
   c.dequeues = 20;

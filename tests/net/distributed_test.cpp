@@ -182,6 +182,13 @@ TEST_CASE("distributed NET-2 NET-4 connect and serve errors are quern errors nam
     CHECK(q.size() == 1);
     CHECK(q.dequeue()[0].scalar_value<int64_t>() == 42);
     CHECK(q.spec().dtypes == std::vector<quern::dtype>{quern::dtype::int64});
+    // Its counters cross too (TL-11): what pipeline telemetry asks of it.
+    auto stats = q.stats();
+    CHECK(stats.size == 0);
+    CHECK(stats.enqueued_rows == 1);
+    CHECK(stats.dequeued_rows == 1);
+    CHECK(stats.enqueue_attempts == 1);
+    CHECK(stats.dequeue_attempts == 1);
     host.proc->close_stdin();
     require_exit(*host.proc, 0);
   }

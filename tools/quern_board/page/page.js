@@ -761,6 +761,11 @@
     return x === null || x === undefined ? 'n/a' : Math.round(100 * x) + ' %';
   }
 
+  function millis(seconds) {
+    return seconds === null || seconds === undefined ? 'n/a' :
+      Number((1000 * seconds).toPrecision(3)) + ' ms';
+  }
+
   function svgEl(tag, attrs, text) {
     const e = document.createElementNS(SVG_NS, tag);
     for (const k of Object.keys(attrs)) e.setAttribute(k, attrs[k]);
@@ -780,7 +785,9 @@
       room: mean(s.tag + '/waiting_for_room'), limiting: mean(s.tag + '/limiting'),
       readings: (spanMean(run, s.tag + '/busy') || { n: 0 }).n }));
     const queues = new Map(g.queues.map((q) => [String(q.name), { name: String(q.name),
-      capacity: q.capacity, fill: mean(q.tag + '/fill') }]));
+      capacity: q.capacity, fill: mean(q.tag + '/fill'),
+      enqueue_wait: mean(q.tag + '/enqueue_wait_seconds'),
+      dequeue_wait: mean(q.tag + '/dequeue_wait_seconds') }]));
     const consumers = g.consumers.map((c) => ({ queue: String(c.queue),
       wait: mean(c.tag + '/wait_fraction') }));
     let limiting = null;
@@ -833,10 +840,17 @@
     svg.appendChild(defs);
     for (const e of g.edges()) {
       const ed = g.edge(e);
-      const q = f.queues.get(ed.queue) || { name: ed.queue, fill: null, capacity: 0 };
+      const q = f.queues.get(ed.queue) || { name: ed.queue, fill: null, capacity: 0,
+        enqueue_wait: null, dequeue_wait: null };
       const grp = svgEl('g', { class: 'queue' });
       grp.dataset.queue = q.name;
       grp.dataset.fill = q.fill === null ? '' : String(q.fill);
+      // Its waits at the queue (TL-11), as the label's tooltip.
+      for (const k of ['enqueue_wait', 'dequeue_wait'])
+        grp.dataset[k] = q[k] === null ? '' : String(q[k]);
+      grp.appendChild(svgEl('title', {}, 'queue ' + q.name + ': fill ' + pct(q.fill) +
+        '; an enqueue waited ' + millis(q.enqueue_wait) + ' for room, a dequeue ' +
+        millis(q.dequeue_wait) + ' for rows (means)'));
       grp.appendChild(svgEl('path', { d: ed.points.map((p, i) => (i ? 'L' : 'M') + p.x + ' ' +
         p.y).join(' '), fill: 'none', stroke: '#777', 'stroke-width': 1.5,
         'marker-end': 'url(#' + arrow + ')' }));
@@ -1477,7 +1491,9 @@
           ({ name: g.dataset.name, limiting: g.classList.contains('limiting'),
             busy: g.dataset.busy, input: g.dataset.input_share, room: g.dataset.room })),
         queuesDrawn: [...document.querySelectorAll('#pipeline svg g.queue')].map((g) =>
-          ({ name: g.dataset.queue, fill: g.dataset.fill })),
+          ({ name: g.dataset.queue, fill: g.dataset.fill,
+            enqueue_wait: g.dataset.enqueue_wait, dequeue_wait: g.dataset.dequeue_wait,
+            title: (g.querySelector('title') || {}).textContent })),
         order: [...document.querySelectorAll('#pipeline .card')].map((d) => d.dataset.tag) },
       hparams: {
         columns: [...document.querySelectorAll('#hparams th.sortable')].map((th) => th.dataset.key),
