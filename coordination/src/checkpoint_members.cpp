@@ -44,6 +44,10 @@ struct member_state {
   uint64_t token = 0;
   std::vector<detail::runner_impl_actor> runners;
   caf::timespan limit{0};
+  /// Where the chief's previous reading of this member's figures ended
+  /// (TL-10): apart from the pipeline's own, so that neither splits the
+  /// other's span.
+  detail::telemetry_marks marks;
   static inline const char* name = "quern.checkpoint_member";
 };
 
@@ -108,6 +112,11 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
           return false;
         resume();
         return true;
+      },
+      [self](member_telemetry_atom) {
+        // A detached actor: the reading's asks of the queues may block.
+        auto& ms = self->state;
+        return detail::read_telemetry(self->home_system(), *ms.st, ms.marks);
       },
   };
 }

@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,21 @@ struct consumer::state {
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;
   std::mutex telemetry_mtx;
   detail::telemetry_marks marks;
+  /// The checkpoint members whose figures telemetry() asked for: one that
+  /// is gone is named in the verdict (TL-10).
+  std::set<std::string> members_seen;
 };
+
+namespace detail {
+
+/// One reading of a pipeline's figures over the span since `marks` (which
+/// it moves on), without the verdict (TL-1..TL-4, TL-11), and which queue
+/// each of its queue names is (TL-10). The pipeline's telemetry() reads
+/// with its own marks, a checkpoint member with the marks it keeps for the
+/// chief's readings; neither splits the other's span.
+member_telemetry read_telemetry(caf::actor_system& sys, consumer::state& st,
+                                telemetry_marks& marks);
+
+} // namespace detail
 
 } // namespace quern

@@ -13,6 +13,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "pipeline_state.hpp"
+#include "telemetry_members.hpp"
 
 namespace quern {
 
@@ -28,6 +29,9 @@ struct queue_info {
   int32_t size = 0;
   int32_t capacity = 0;
   queue_stats delta;
+  /// Which queue it is (TL-10): as the queue answered (empty: no answer).
+  std::string node;
+  uint64_t actor = 0;
 };
 
 /// Asks the queue for its counters (one round trip; its spec only the first
@@ -53,6 +57,8 @@ queue_info ask_queue(caf::actor_system& sys, const queue_actor& q,
           [&](queue_stats& now) {
             info.size = now.size;
             info.capacity = now.capacity;
+            info.node = now.node;
+            info.actor = now.actor;
             auto& d = info.delta;
             auto& before = mark.stats;
             d.enqueued_rows = now.enqueued_rows - before.enqueued_rows;
@@ -98,8 +104,11 @@ std::string percent(double x) {
 /// stage that mostly waited for room kept its queue full: the stage below it
 /// is the limit, or, below the first, the consumer's waits are its
 /// dequeues' own cost.
-void judge(pipeline_telemetry& t, const std::map<std::string, queue_telemetry>& queues) {
+void judge(pipeline_telemetry& t) {
   constexpr double kept_up = 0.10;
+  std::map<std::string, queue_telemetry> queues;
+  for (auto& q : t.queues)
+    queues.emplace(q.name, q);
   const consumer_telemetry* c = nullptr;
   for (auto& x : t.consumers)
     if (x.dequeues > 0 && (!c || x.wait_fraction > c->wait_fraction))
@@ -272,25 +281,26 @@ consumer_telemetry read_consumer(reading& rd, const detail::consumer_meter& m,
 
 } // namespace
 
-pipeline_telemetry pipeline::telemetry() {
-  auto& st = *state_;
+namespace detail {
+
+member_telemetry read_telemetry(caf::actor_system& sys, consumer::state& st,
+                                telemetry_marks& marks) {
   std::vector<queue_runner> runners;
-  std::vector<std::shared_ptr<detail::consumer_meter>> consumers;
+  std::vector<std::shared_ptr<consumer_meter>> consumers;
   {
     std::lock_guard<std::mutex> guard{st.mtx};
     runners = st.runners;
     consumers = st.consumer_meters;
   }
-  // One reading at a time: each moves the marks the next one starts from.
-  std::lock_guard<std::mutex> guard{st.telemetry_mtx};
-  auto& marks = st.marks;
-  reading rd{sys_, marks};
+  member_telemetry out;
+  out.node = caf::to_string(sys.node());
+  reading rd{sys, marks};
   for (auto& r : runners)
     rd.info(r.queue());
   for (auto& c : consumers)
     rd.info(c->queue());
-  pipeline_telemetry t;
-  auto now = detail::steady_ns();
+  auto& t = out.figures;
+  auto now = steady_ns();
   rd.span = std::max<int64_t>(now - marks.span, 1);
   rd.seconds = static_cast<double>(rd.span) * 1e-9;
   marks.span = now;
@@ -298,6 +308,7 @@ pipeline_telemetry pipeline::telemetry() {
   // TL-4, TL-11: the queues' own counters, every producer and consumer of
   // them counted (of this process or another).
   for (auto& [id, qi] : rd.infos) {
+    out.queues.push_back(queue_ref{qi.name, qi.node, qi.actor});
     auto& q = rd.queues[qi.name];
     q.name = qi.name;
     q.size = qi.size;
@@ -311,8 +322,8 @@ pipeline_telemetry pipeline::telemetry() {
     q.enqueue_wait_seconds = mean_wait(d.enqueue_wait_ns, d.enqueue_attempts);
     q.dequeue_wait_seconds = mean_wait(d.dequeue_wait_ns, d.dequeue_attempts);
   }
-  marks.queues = std::move(rd.next);        // the queues of old starts are dropped
-  detail::telemetry_marks::worker_map next; // the meters of old starts too
+  marks.queues = std::move(rd.next); // the queues of old starts are dropped
+  telemetry_marks::worker_map next;  // the meters of old starts too
   for (auto& r : runners)
     t.runners.push_back(read_runner(rd, r, marks.workers, next));
   marks.workers = std::move(next);
@@ -320,11 +331,36 @@ pipeline_telemetry pipeline::telemetry() {
     t.consumers.push_back(read_consumer(rd, *m, marks.consumers[m]));
   for (auto& kv : rd.queues)
     t.queues.push_back(kv.second);
-  if (!st.opts.telemetry) {
+  if (!st.opts.telemetry)
     t.verdict = "telemetry is off (pipeline_options::telemetry)";
-    return t;
+  return out;
+}
+
+} // namespace detail
+
+pipeline_telemetry pipeline::telemetry() {
+  auto& st = *state_;
+  coordinator_actor coord;
+  caf::actor self_member;
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    coord = st.members_of;
+    self_member = st.member;
   }
-  judge(t, rd.queues);
+  // One reading at a time: each moves the marks the next one starts from.
+  std::lock_guard<std::mutex> guard{st.telemetry_mtx};
+  std::vector<detail::participant> all;
+  all.push_back(detail::participant{{}, detail::read_telemetry(sys_, st, st.marks)});
+  if (!st.opts.telemetry)
+    return std::move(all.front().reading.figures);
+  std::vector<std::string> missing;
+  if (coord)
+    detail::ask_members(sys_, coord, self_member, st.members_seen, all, missing);
+  auto t = all.size() == 1 && missing.empty() ? std::move(all.front().reading.figures)
+                                              : detail::merged_reading(all);
+  judge(t);
+  for (auto& m : missing)
+    t.verdict += "; " + m;
   return t;
 }
 

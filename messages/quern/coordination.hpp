@@ -18,6 +18,8 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/timespan.hpp>
+
+#include "quern/telemetry.hpp"
 #include <caf/typed_actor.hpp>
 
 namespace quern {
@@ -60,6 +62,10 @@ using member_sections_atom = caf::atom_constant<caf::atom("mem_sect")>;
 /// (member_resume, token) -> bool: run again; false when the member had
 /// already run again on its own (its hold passed).
 using member_resume_atom = caf::atom_constant<caf::atom("mem_resume")>;
+/// (member_telemetry) -> detail::member_telemetry: the member's telemetry
+/// over the span since the previous asking (TL-10), for the chief's
+/// pipeline::telemetry().
+using member_telemetry_atom = caf::atom_constant<caf::atom("mem_tele")>;
 
 // -- pushed by the coordinator to what it watches; understood by runners --
 /// (stop): stop was requested; end soon. Sent once per stop request to every
@@ -147,7 +153,8 @@ using checkpoint_member_actor = caf::typed_actor<
     caf::replies_to<member_pause_atom, uint64_t, caf::timespan>::with<bool>,
     caf::replies_to<member_sections_atom,
                     uint64_t>::with<std::map<std::string, std::string>>,
-    caf::replies_to<member_resume_atom, uint64_t>::with<bool>>;
+    caf::replies_to<member_resume_atom, uint64_t>::with<bool>,
+    caf::replies_to<member_telemetry_atom>::with<detail::member_telemetry>>;
 
 /// The queue runner actor (docs/semantics.md, QueueRunner). It supervises one worker
 /// per enqueue op, closes its queue when the last worker ran out of input,

@@ -8,6 +8,7 @@
 // pipeline waits").
 
 #include <cstdint>
+#include <string>
 
 #include <caf/meta/type_name.hpp>
 
@@ -39,12 +40,18 @@ struct queue_stats {
   /// handed out.
   int64_t dequeue_attempts = 0;
   int64_t dequeue_wait_ns = 0;
+  /// Which queue answered: the node of its process (CAF's node id as text)
+  /// and its actor id there. A handle of a queue of another process is a
+  /// local go-between: this is how pipeline telemetry tells that two
+  /// processes' handles are one queue (TL-10).
+  std::string node;
+  uint64_t actor = 0;
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, queue_stats& x) {
     return f(caf::meta::type_name("quern::queue_stats"), x.size, x.capacity,
              x.enqueued_rows, x.dequeued_rows, x.enqueue_attempts, x.enqueue_wait_ns,
-             x.dequeue_attempts, x.dequeue_wait_ns);
+             x.dequeue_attempts, x.dequeue_wait_ns, x.node, x.actor);
   }
 };
 

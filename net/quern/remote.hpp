@@ -56,8 +56,9 @@ namespace quern {
 // 9: a checkpoint's snapshot and restore of a queue (queue_state), the
 //    coordinator's checkpoint members (add_member, members), and a queue's
 //    barrier (barrier, barrier_passed).
-// 10: a queue's counters (queue_stats), which pipeline telemetry asks of a
-//    queue of another process too.
+// 10: a queue's counters and identity (queue_stats), which pipeline
+//    telemetry asks of a queue of another process too, and a checkpoint
+//    member's telemetry (member_telemetry) for the chief's pipeline.
 constexpr uint32_t wire_version = 10;
 
 /// `quern-wire-<wire_version>`.

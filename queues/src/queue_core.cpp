@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <caf/local_actor.hpp>
+#include <caf/node_id.hpp>
 
 namespace quern::detail {
 
@@ -93,6 +94,8 @@ queue_stats queue_core::stats() const {
   auto s = stats_;
   s.size = size();
   s.capacity = spec_.capacity;
+  s.node = caf::to_string(self_->node());
+  s.actor = self_->id();
   return s;
 }
 

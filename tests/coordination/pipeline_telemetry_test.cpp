@@ -6,6 +6,7 @@
 
 #include "helpers.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -337,4 +338,116 @@ TEST_CASE("TL-4 TL-11 a queue's rates count every producer and consumer, in a ru
   // Served at once on both sides.
   CHECK(fed.enqueue_wait_seconds == 0);
   CHECK(fed.dequeue_wait_seconds == 0);
+}
+
+namespace {
+
+/// A checkpoint member that never answers: it keeps every request's promise
+/// and delivers none.
+caf::actor silent_member(caf::actor_system& sys) {
+  return sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
+    auto kept = std::make_shared<std::vector<caf::response_promise>>();
+    return {[self, kept](member_telemetry_atom) {
+      kept->push_back(self->make_response_promise());
+      return kept->back();
+    }};
+  });
+}
+
+} // namespace
+
+TEST_CASE("TL-10 a checkpoint member's stages are in the chief's telemetry, named by "
+          "member, and the verdict walks into them",
+          "[TL-10][TL-5]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  coordinator coord{sys};
+  // The member "reader" feeds `raw` slowly; the chief's training loop reads it.
+  auto raw = spawn_fifo_queue(sys, 16, {dtype::int64}, {tensor_shape{}}, "raw");
+  pipeline member{sys};
+  auto produce = blocking_op(
+      [](blocking_run& run) {
+        std::this_thread::sleep_for(20ms);
+        for (int64_t i = 0; i < 8; ++i)
+          run.emit(int_element(i));
+      },
+      "produce");
+  member.add_queue_runner(queue_runner{raw, {produce}, slow_pipeline::named("produce")});
+  member.checkpoint_as_member(coord.actor(), "reader");
+  member.start_queue_runners();
+  pipeline chief{sys};
+  chief.checkpoint_members_of(coord.actor());
+  chief.await_checkpoint_members({"reader"}, std::chrono::seconds(30));
+  auto in = chief.make_consumer(raw);
+  for (int i = 0; i < 5; ++i)
+    in.dequeue();
+  auto first = chief.telemetry();
+  for (int i = 0; i < 40; ++i)
+    in.dequeue();
+  auto t = chief.telemetry();
+  INFO(t.verdict);
+  auto& r = runner_named(t, "reader/produce");
+  REQUIRE(r.workers.size() == 1);
+  CHECK(r.workers[0].name == "reader/produce/produce");
+  // `raw` is of the chief's process: it keeps its name, and is one queue
+  // although both pipelines read it.
+  CHECK(r.queue == "raw");
+  CHECK(std::count_if(t.queues.begin(), t.queues.end(),
+                      [](const queue_telemetry& q) { return q.name == "raw"; }) == 1);
+  REQUIRE(t.consumers.size() == 1);
+  CHECK(t.consumers[0].queue == "raw");
+  CHECK(t.limiting_stage == "reader/produce");
+  CHECK(t.verdict.find("stage `reader/produce`") != std::string::npos);
+  CHECK(t.verdict.find("no figures from") == std::string::npos);
+  // The member's own readings keep their span: the chief's asked with
+  // marks of their own.
+  auto local = member.telemetry();
+  REQUIRE(local.runners.size() == 1);
+  CHECK(local.runners[0].name == "produce");
+  auto& first_r = runner_named(first, "reader/produce");
+  CHECK(local.runners[0].workers[0].runs >= first_r.workers[0].runs + r.workers[0].runs);
+}
+
+TEST_CASE("TL-10 a checkpoint member that does not answer, or is gone, is named in the "
+          "verdict, and telemetry() does not wait for it",
+          "[TL-10]") {
+  two_core_config cfg;
+  caf::actor_system sys{cfg};
+  coordinator coord{sys};
+  auto q = spawn_fifo_queue(sys, 16, {dtype::int64}, {tensor_shape{}}, "q");
+  blocking_queue by_hand{sys, q};
+  for (int64_t i = 0; i < 10; ++i)
+    by_hand.enqueue(int_element(i));
+  pipeline chief{sys};
+  chief.checkpoint_members_of(coord.actor());
+  auto silent = silent_member(sys);
+  // Ended however the test ends: the actor system waits for it.
+  struct ender {
+    caf::actor a;
+    ~ender() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } end_silent{silent};
+  caf::scoped_actor self{sys};
+  self->request(coord.actor(), caf::infinite, add_member_atom::value, silent,
+                std::string{"silent"})
+      .receive([](bool) {}, [](caf::error& e) { FAIL(caf::to_string(e)); });
+  auto in = chief.make_consumer(q);
+  for (int i = 0; i < 5; ++i)
+    in.dequeue();
+  auto t = chief.telemetry();
+  INFO(t.verdict);
+  CHECK(
+      t.verdict.find("no figures from member `silent` (it did not answer within 1 s)") !=
+      std::string::npos);
+  // Once it is gone, the coordinator no longer lists it: the verdict says so.
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+  std::string verdict;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    verdict = chief.telemetry().verdict;
+    if (verdict.find("(it is gone)") != std::string::npos)
+      break;
+  }
+  INFO(verdict);
+  CHECK(verdict.find("no figures from member `silent` (it is gone)") !=
+        std::string::npos);
 }

@@ -16,6 +16,7 @@
 #include "quern/queue_spec.hpp"
 #include "quern/queue_stats.hpp"
 #include "quern/summary.hpp"
+#include "quern/telemetry.hpp"
 
 using namespace quern;
 
@@ -88,7 +89,7 @@ TEST_CASE("every message type round-trips through CAF's binary serializer",
 
 TEST_CASE("TL-11 a queue's counters round-trip, for a queue of another process",
           "[serialization][TL-11]") {
-  queue_stats st{3, 8, 40, 37, 5, 1234567890123, 9, 42};
+  queue_stats st{3, 8, 40, 37, 5, 1234567890123, 9, 42, "node-x", 17};
   auto st2 = round_trip(st);
   CHECK(st2.size == 3);
   CHECK(st2.capacity == 8);
@@ -98,6 +99,8 @@ TEST_CASE("TL-11 a queue's counters round-trip, for a queue of another process",
   CHECK(st2.enqueue_wait_ns == 1234567890123);
   CHECK(st2.dequeue_attempts == 9);
   CHECK(st2.dequeue_wait_ns == 42);
+  CHECK(st2.node == "node-x");
+  CHECK(st2.actor == 17);
 }
 
 TEST_CASE("a corrupt tensor on the wire is refused with a named error",
@@ -274,4 +277,56 @@ TEST_CASE("an error of another process names where it came from", "[error]") {
   CHECK(placed_at("remote-feeder/op0", "127.0.0.1:1") == "remote-feeder/op0@127.0.0.1:1");
   CHECK(placed_at("a@b", "127.0.0.1:1") == "a@b");
   CHECK(placed_at("a", "") == "a");
+}
+
+TEST_CASE("TL-10 a checkpoint member's telemetry round-trips to the chief",
+          "[serialization][TL-10]") {
+  detail::member_telemetry m;
+  m.node = "node-a";
+  m.figures.span_seconds = 2.5;
+  consumer_telemetry c;
+  c.queue = "examples";
+  c.dequeues = 7;
+  c.wait_fraction = 0.25;
+  m.figures.consumers.push_back(c);
+  runner_telemetry r;
+  r.name = "reader-1";
+  r.queue = "examples";
+  r.busy = 0.9;
+  r.straggler = "reader-1/op1";
+  worker_telemetry w;
+  w.name = "reader-1/op0";
+  w.runs = 11;
+  w.input_queue = "filenames";
+  r.workers.push_back(w);
+  m.figures.runners.push_back(r);
+  queue_telemetry q;
+  q.name = "examples";
+  q.capacity = 64;
+  q.dequeue_wait_seconds = 0.5;
+  m.figures.queues.push_back(q);
+  m.figures.limiting_stage = "reader-1";
+  m.figures.verdict = "v";
+  m.queues.push_back(detail::queue_ref{"examples", "node-b", 42});
+  auto m2 = round_trip(m);
+  CHECK(m2.node == "node-a");
+  CHECK(m2.figures.span_seconds == 2.5);
+  REQUIRE(m2.figures.consumers.size() == 1);
+  CHECK(m2.figures.consumers[0].queue == "examples");
+  CHECK(m2.figures.consumers[0].dequeues == 7);
+  CHECK(m2.figures.consumers[0].wait_fraction == 0.25);
+  REQUIRE(m2.figures.runners.size() == 1);
+  CHECK(m2.figures.runners[0].busy == 0.9);
+  CHECK(m2.figures.runners[0].straggler == "reader-1/op1");
+  REQUIRE(m2.figures.runners[0].workers.size() == 1);
+  CHECK(m2.figures.runners[0].workers[0].runs == 11);
+  CHECK(m2.figures.runners[0].workers[0].input_queue == "filenames");
+  REQUIRE(m2.figures.queues.size() == 1);
+  CHECK(m2.figures.queues[0].capacity == 64);
+  CHECK(m2.figures.queues[0].dequeue_wait_seconds == 0.5);
+  CHECK(m2.figures.limiting_stage == "reader-1");
+  CHECK(m2.figures.verdict == "v");
+  REQUIRE(m2.queues.size() == 1);
+  CHECK(m2.queues[0].node == "node-b");
+  CHECK(m2.queues[0].actor == 42);
 }

@@ -2,6 +2,7 @@
 // queue of another process snapshotted and restored through its node, a
 // pipeline that refuses to checkpoint one, and pipelines of other processes
 // that take part in a pipeline's checkpoints as its members.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -378,6 +379,58 @@ TEST_CASE("distributed RS-12 a member whose push waits for room at another proce
     quern::coordinator{sys, node.coordinator()}.request_stop();
   }
   require_exit(*feeder, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed TL-10 a checkpoint member's stage in another process is in the "
+          "chief's telemetry with its queue named by its owner and a killed member is "
+          "named") {
+  scratch_dir dir;
+  auto host = start_host(dir, {"--node.capacity=64", "--node.member=host"});
+  // The member "feeder" stores a row every 20 ms: the slow stage.
+  auto feeder = start_client(
+      dir, "feeder", host.address,
+      {"--node.role=member-feed", "--node.pace-ms=20", "--node.out=" + dir.file("out")});
+  {
+    quern::remote_config cfg;
+    quern::actor_system sys{cfg};
+    auto node = quern::connect(sys, host.address);
+    quern::pipeline chief{sys};
+    chief.checkpoint_members_of(node.coordinator());
+    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+    auto in = chief.make_consumer(node.queue("rows"));
+    for (int i = 0; i < 5; ++i)
+      in.dequeue();
+    chief.telemetry();
+    for (int i = 0; i < 30; ++i)
+      in.dequeue();
+    auto t = chief.telemetry();
+    INFO(t.verdict);
+    const quern::runner_telemetry* fed = nullptr;
+    for (auto& r : t.runners)
+      if (r.name == "feeder/member-feeder")
+        fed = &r;
+    REQUIRE(fed);
+    REQUIRE(fed->workers.size() == 1);
+    CHECK(fed->workers[0].name.rfind("feeder/member-feeder/", 0) == 0);
+    // 'rows' is the host's: `host/rows` for the feeder's runner and the
+    // chief's consumer alike, and one queue.
+    CHECK(fed->queue == "host/rows");
+    REQUIRE(t.consumers.size() == 1);
+    CHECK(t.consumers[0].queue == "host/rows");
+    CHECK(std::count_if(t.queues.begin(), t.queues.end(),
+                        [](auto& q) { return q.name == "host/rows"; }) == 1);
+    CHECK(t.limiting_stage == "feeder/member-feeder");
+    CHECK(contains(t.verdict, "stage `feeder/member-feeder`"));
+    // The feeder's process is lost: the next reading does not wait for it
+    // beyond its bound, and names it.
+    feeder->signal(SIGKILL);
+    feeder->wait(run_limit);
+    auto after = chief.telemetry();
+    INFO(after.verdict);
+    CHECK(contains(after.verdict, "no figures from member `feeder`"));
+  }
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }

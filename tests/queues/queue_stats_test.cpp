@@ -46,6 +46,9 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(s.dequeued_rows == 3);
   CHECK(s.enqueue_attempts == 2);
   CHECK(s.dequeue_attempts == 2);
+  // The queue says which it is (TL-10): its node and actor id.
+  CHECK(s.actor == q.id());
+  CHECK(s.node == caf::to_string(sys.node()));
   // Nothing was parked: no clock was read, no wait added.
   CHECK(s.enqueue_wait_ns == 0);
   CHECK(s.dequeue_wait_ns == 0);
