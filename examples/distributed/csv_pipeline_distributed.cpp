@@ -37,6 +37,13 @@
 // number of readers: on fewer, each takes over the files in progress of
 // readers the run no longer has.
 //
+// The readers (and the host, when it knows the trainer: always with
+// --role=all) are checkpoint members of the trainer's pipeline whether it
+// checkpoints or not, so the trainer's telemetry, written into its run every
+// --telemetry-every seconds, holds their stages too: runner/reader-1/reader-1/busy,
+// pipeline/graph with every process's stages (docs/input.md, "Stages of other
+// processes").
+//
 // A process that loses another (its connection drops, or the peer is
 // silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
 // any other error ends it with status 1, a bad command line with 2.
@@ -67,6 +74,7 @@
 #include <quern/input/batching.hpp>
 #include <quern/input/csv_source.hpp>
 #include <quern/input/producers.hpp>
+#include <quern/input/summaries.hpp>
 #include <quern/pipeline.hpp>
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
@@ -105,6 +113,7 @@ struct settings {
   int64_t checkpoint_every = 0;
   int64_t stop_after = 0;
   bool restore = false;
+  double telemetry_every = 1.0; // trainer: seconds between telemetry readings
   /// Every process takes part in the trainer's checkpoints.
   bool checkpointing() const { return checkpoint_every > 0 || restore; }
   std::string checkpoint_dir() const { return logdir + "/ckpt"; }
@@ -177,8 +186,11 @@ int trainer(actor_system& sys, const settings& s) {
       "model", [&model] { return model.save(); },
       [&model](const std::string& bytes) { model.restore(bytes); });
   int64_t step = 0;
+  // The other processes' pipelines are its members: they pause with its
+  // checkpoints, and its telemetry holds their stages (reader-1/reader-1,
+  // host/input_producer) beside its own.
+  pipe.checkpoint_members_of(coord.actor());
   if (s.checkpointing()) {
-    pipe.checkpoint_members_of(coord.actor());
     if (s.restore && pipe.restore_latest()) {
       step = pipe.restored_step();
       writer.restarted_at(step);
@@ -211,6 +223,11 @@ int trainer(actor_system& sys, const settings& s) {
   if (s.checkpointing())
     pipe.await_checkpoint_members(member_names(s), std::chrono::minutes{2});
   auto in = pipe.make_consumer(host.queue("examples"));
+  // Where the job's time goes, written into the run with the loss, at most
+  // every --telemetry-every seconds (docs/input.md, "Where the pipeline waits").
+  input_summaries summaries{sys};
+  summaries.add_telemetry(pipe, std::chrono::duration_cast<caf::timespan>(
+                                    std::chrono::duration<double>(s.telemetry_every)));
   double loss = 0;
   bool stopped = false;
   try {
@@ -224,6 +241,7 @@ int trainer(actor_system& sys, const settings& s) {
       auto batch = in.dequeue_many(s.batch_size); // out_of_range at the end
       loss = model.step(batch, s.learning_rate);
       writer.scalar("loss", loss, step);
+      summaries.write(writer, step);
       if (step % 100 == 0)
         std::cout << "trainer: step " << std::setw(5) << step << "  loss " << loss
                   << std::endl;
@@ -320,15 +338,18 @@ int reader(actor_system& sys, const settings& s) {
           }
           return encode(n, b);
         });
-    auto id = s.id, readers = s.readers;
-    pipe.checkpoint_as_member(chief.coordinator(), name,
-                              [id, readers](const std::string& member) {
-                                auto n = reader_number(member);
-                                return n > readers && taken_over_by(n, readers) == id;
-                              }); // restores first
-    for (auto& m : pipe.taken_over_members())
-      std::cout << name << ": goes on with the files of " << m << std::endl;
   }
+  // A member of the trainer's checkpoints (restored first; with fewer
+  // readers than checkpointed, taking over the others' files), and its stage
+  // in the trainer's telemetry (reader-<id>/reader-<id>).
+  auto id = s.id, readers = s.readers;
+  pipe.checkpoint_as_member(chief.coordinator(), name,
+                            [id, readers](const std::string& member) {
+                              auto n = reader_number(member);
+                              return n > readers && taken_over_by(n, readers) == id;
+                            }); // restores first
+  for (auto& m : pipe.taken_over_members())
+    std::cout << name << ": goes on with the files of " << m << std::endl;
   coordinator coord{sys, chief.coordinator()};
   auto threads = pipe.start_queue_runners(coord);
   std::cout << name << ": reading, registered with the trainer's coordinator"
@@ -385,14 +406,14 @@ std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
   // the host joined the trainer's checkpoints (join_trainer).
   if (s.checkpointing())
     pipe.add_checkpoint_queue(h->examples); // 'done' starts empty every run
-  else
-    pipe.start_queue_runners();
   return h;
 }
 
-// With checkpoints: the host's pipeline (its producer, 'filenames' and
-// 'examples') becomes the trainer's checkpoint member "host", restoring them
-// first with --restore, and only then does its producer run. The trainer may
+// When the host knows the trainer (always with --role=all; with --role=host
+// given --trainer, which checkpoints need): the host's pipeline (its
+// producer, 'filenames' and 'examples') becomes the trainer's checkpoint
+// member "host", restoring them first with --restore, and only then does its
+// producer run; the trainer's telemetry holds its producer. The trainer may
 // start after the host (--role=host): it is asked again for a minute.
 void join_trainer(actor_system& sys, host_node& h, const std::string& trainer_address) {
   auto until = std::chrono::steady_clock::now() + std::chrono::minutes{1};
@@ -440,8 +461,10 @@ void await_tokens(actor_system& sys, host_node& h, int readers) {
 
 int host(actor_system& sys, const settings& s) {
   auto h = start_host(sys, s);
-  if (s.checkpointing())
+  if (!s.trainer.empty())
     join_trainer(sys, *h, s.trainer);
+  else
+    h->pipe.start_queue_runners();
   std::cout << "host: waiting for " << s.readers << " readers and the trainer (Ctrl-C "
             << "ends it)" << std::endl;
   await_tokens(sys, *h, s.readers);
@@ -498,12 +521,12 @@ int all(actor_system& sys, settings s) {
   std::filesystem::remove(address_file);
   auto args = common;
   args.insert(args.end(), {"--role=trainer", "--address-file=" + address_file,
-                           "--expect=" + std::to_string(s.files * s.rows * s.epochs)});
+                           "--expect=" + std::to_string(s.files * s.rows * s.epochs),
+                           "--telemetry-every=" + std::to_string(s.telemetry_every)});
   std::map<pid_t, std::string> children;
   children[start_process(args)] = "trainer";
   auto trainer_address = await_address(address_file, children.begin()->first, "trainer");
-  if (s.checkpointing())
-    join_trainer(sys, *h, trainer_address);
+  join_trainer(sys, *h, trainer_address);
   for (int r = 1; r <= s.readers; ++r) {
     args = common;
     args.insert(args.end(), {"--role=reader", "--trainer=" + trainer_address,
@@ -557,13 +580,14 @@ int main(int argc, char** argv) {
       "listen", po::value(&s.listen)->default_value(s.listen),
       "host, trainer: the address to serve on (port 0: the system chooses)")(
       "host", po::value(&s.host), "trainer, reader: the host's address")(
-      "trainer", po::value(&s.trainer), "reader: the trainer's address")(
-      "id", po::value(&s.id)->default_value(s.id),
-      "reader: its number")("files", po::value(&s.files)->default_value(s.files),
-                            "CSV files to write and read")(
-      "rows", po::value(&s.rows)->default_value(s.rows),
-      "rows per file")("epochs", po::value(&s.epochs)->default_value(s.epochs),
-                       "num_epochs of string_input_producer")(
+      "trainer", po::value(&s.trainer),
+      "reader, host: the trainer's address (the host then joins its checkpoints and "
+      "telemetry)")("id", po::value(&s.id)->default_value(s.id), "reader: its number")(
+      "files", po::value(&s.files)->default_value(s.files),
+      "CSV files to write and read")("rows", po::value(&s.rows)->default_value(s.rows),
+                                     "rows per file")(
+      "epochs", po::value(&s.epochs)->default_value(s.epochs),
+      "num_epochs of string_input_producer")(
       "batch-size", po::value(&s.batch_size)->default_value(s.batch_size),
       "examples per read and per training step")(
       "readers", po::value(&s.readers)->default_value(s.readers), "reader processes")(
@@ -586,7 +610,12 @@ int main(int argc, char** argv) {
       "stop-after-steps", po::value(&s.stop_after)->default_value(0),
       "trainer: stop the job after N steps (0: at the epoch limit)")(
       "restore", po::bool_switch(&s.restore),
-      "every role: go on from the newest checkpoint of <logdir>/ckpt");
+      "every role: go on from the newest checkpoint of <logdir>/ckpt")(
+      "telemetry-every",
+      po::value(&s.telemetry_every)
+          ->default_value(s.telemetry_every, quern::cli::shown(s.telemetry_every)),
+      "trainer: seconds between the telemetry written into the run, every process's "
+      "stages (0: every step)");
   po::variables_map vm;
   if (auto status =
           quern::cli::parse_options("csv_pipeline_distributed", argc, argv, desc, vm))
@@ -605,8 +634,9 @@ int main(int argc, char** argv) {
     return bad("--role=" + s.role + " needs --host=host:port");
   if (s.role == "reader" && s.trainer.empty())
     return bad("--role=reader needs --trainer=host:port");
-  if (s.checkpoint_every < 0 || s.stop_after < 0)
-    return bad("--checkpoint-every and --stop-after-steps must be non-negative");
+  if (s.checkpoint_every < 0 || s.stop_after < 0 || !(s.telemetry_every >= 0))
+    return bad("--checkpoint-every, --stop-after-steps and --telemetry-every must be "
+               "non-negative");
   if (s.role == "host" && s.checkpointing() && s.trainer.empty())
     return bad(
         "--role=host with --checkpoint-every or --restore needs --trainer=host:port");

@@ -1,6 +1,7 @@
 // The flagship over processes (examples/distributed/csv_pipeline_distributed.cpp)
 // with a process killed midway: those that lose it end with status 14
 // (Unavailable), none hangs.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <regex>
@@ -148,4 +149,62 @@ TEST_CASE("distributed RS-12 RS-13 flagship: stopped after a checkpoint and run 
       all.insert(i);
     CHECK(steps_of(run_dir, "loss") == all);
   }
+}
+
+namespace {
+
+/// Every scalar tag, and every text of `text_tag`, in the event files of `dir`.
+struct run_contents {
+  std::set<std::string> scalars;
+  std::vector<std::string> texts;
+};
+
+run_contents contents_of(const std::string& dir, const std::string& text_tag) {
+  run_contents out;
+  for (auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().find("tfevents") == std::string::npos)
+      continue;
+    for (auto& ev : quern::read_event_file(entry.path().string()).events)
+      if (auto s = caf::get_if<quern::summary_event::summary>(&ev.what))
+        for (auto& v : s->values) {
+          if (caf::get_if<float>(&v.value))
+            out.scalars.insert(v.tag);
+          else if (v.tag == text_tag)
+            if (auto t = caf::get_if<quern::text_tensor>(&v.value))
+              out.texts.insert(out.texts.end(), t->strings.begin(), t->strings.end());
+        }
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("distributed TL-10 flagship: the trainer's run holds the telemetry of every "
+          "process's stages") {
+  scratch_dir dir;
+  auto run_dir = dir.file("run");
+  child job{"job",
+            {flagship_binary, "--files=2", "--rows=500", "--epochs=3",
+             "--telemetry-every=0", "--logdir=" + run_dir},
+            dir};
+  require_exit(job, 0);
+  INFO(job.report());
+  auto run = contents_of(run_dir, "pipeline/graph");
+  for (auto tag : {"runner/reader-1/reader-1/busy", "runner/reader-2/reader-2/busy",
+                   "worker/reader-1/reader-1/reader-1/busy",
+                   "consumer/host/examples/wait_fraction", "queue/host/examples/fill"}) {
+    INFO(tag);
+    CHECK(run.scalars.count(tag) == 1);
+  }
+  // The host's producer, a stage of the member "host".
+  CHECK(std::any_of(run.scalars.begin(), run.scalars.end(), [](const std::string& t) {
+    return t.rfind("runner/host/", 0) == 0 && t.size() > 5 &&
+           t.compare(t.size() - 5, 5, "/busy") == 0;
+  }));
+  // The structure names the readers' stages, feeding the host's queue.
+  REQUIRE_FALSE(run.texts.empty());
+  CHECK(std::any_of(run.texts.begin(), run.texts.end(), [](const std::string& g) {
+    return contains(g, "\"name\":\"reader-1/reader-1\"") &&
+           contains(g, "\"queue\":\"host/examples\"");
+  }));
 }
