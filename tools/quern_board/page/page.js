@@ -993,29 +993,10 @@
       'placeholder="last"></label> <span class="kind">the view shows the mean of each ' +
       'figure over the telemetry written in these steps</span>';
     section.appendChild(span);
-    const add = (kind, tag, key, draw, label) => {
-      const div = el('div', 'card ' + kind + ' top');
-      div.dataset.tag = tag;
-      div.dataset.kind = kind;
-      div.appendChild(el('h3', '', kind === 'pipeline' ? 'pipeline: stages and queues' : tag));
-      const card = { div, kind, draw, tag, top: true };
-      if (kind === 'scalars') {
-        card.plot = el('div', 'plot');
-        card.readout = el('div', 'readout');
-        card.links = el('div', 'links');
-        div.appendChild(card.plot);
-        div.appendChild(card.readout);
-        div.appendChild(card.links);
-      } else {
-        div.appendChild(el('div', 'kind', label));
-        card.body = el('div', 'body');
-        div.appendChild(card.body);
-      }
-      section.appendChild(div);
-      div.quernCard = card;
-      observer.observe(div);
-      charts.set(key, card);
-    };
+    const add = (kind, tag, key, draw, label) => addCard(section, {
+      kind, tag, key, draw, label, top: true,
+      title: kind === 'pipeline' ? 'pipeline: stages and queues' : tag,
+    });
     if (hasGraph)
       add('pipeline', GRAPH_TAG, 'pipeline:' + GRAPH_TAG, drawPipelineCard,
         'busy / waiting for input / waiting for room per stage, fill per queue');
@@ -1039,6 +1020,33 @@
   }
 
   // -- layout --
+
+  // One card of `kind` for `tag` in `section`, drawn by `draw` when shown,
+  // kept in `charts` under `key`; `top` marks the pipeline section's copies.
+  function addCard(section, { kind, tag, key, draw, label, title, top }) {
+    const div = el('div', 'card ' + kind + (top ? ' top' : ''));
+    div.dataset.tag = tag;
+    div.dataset.kind = kind;
+    div.appendChild(el('h3', '', title));
+    const card = { div, kind, draw, tag };
+    if (top) card.top = true;
+    if (kind === 'scalars') {
+      card.plot = el('div', 'plot');
+      card.readout = el('div', 'readout');
+      card.links = el('div', 'links');
+      div.appendChild(card.plot);
+      div.appendChild(card.readout);
+      div.appendChild(card.links);
+    } else {
+      div.appendChild(el('div', 'kind', label));
+      card.body = el('div', 'body');
+      div.appendChild(card.body);
+    }
+    section.appendChild(div);
+    div.quernCard = card;
+    observer.observe(div);
+    charts.set(key, card);
+  }
 
   function groupOf(tag) {
     const i = tag.indexOf('/');
@@ -1065,29 +1073,8 @@
       const section = el('section', 'group');
       section.appendChild(el('h2', '', name));
       const items = groups.get(name).sort((a, b) => a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0);
-      for (const it of items) {
-        const div = el('div', 'card ' + it.kind);
-        div.dataset.tag = it.tag;
-        div.dataset.kind = it.kind;
-        div.appendChild(el('h3', '', it.tag));
-        const card = { div, kind: it.kind, draw: it.draw, tag: it.tag };
-        if (it.kind === 'scalars') {
-          card.plot = el('div', 'plot');
-          card.readout = el('div', 'readout');
-          card.links = el('div', 'links');
-          div.appendChild(card.plot);
-          div.appendChild(card.readout);
-          div.appendChild(card.links);
-        } else {
-          div.appendChild(el('div', 'kind', it.label));
-          card.body = el('div', 'body');
-          div.appendChild(card.body);
-        }
-        section.appendChild(div);
-        div.quernCard = card;
-        observer.observe(div);
-        charts.set(it.kind + ':' + it.tag, card);
-      }
+      for (const it of items)
+        addCard(section, { ...it, key: it.kind + ':' + it.tag, title: it.tag, top: false });
       main.appendChild(section);
     }
   }
