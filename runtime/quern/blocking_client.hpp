@@ -49,8 +49,6 @@ public:
   /// A call of `op` (its first atom) to the actor `dest` starts.
   virtual void begin(caf::atom_value op, caf::actor_id dest) noexcept = 0;
   virtual void end() noexcept = 0;
-  /// The call of `op` answered with the element `e` (before end()).
-  virtual void answered(caf::atom_value op, const element& e) noexcept = 0;
   /// The calling thread's meter (null: none).
   static call_meter*& current() noexcept {
     static thread_local call_meter* meter = nullptr;
@@ -62,13 +60,9 @@ public:
 class metered_call {
 public:
   metered_call(caf::atom_value op, caf::actor_id dest) noexcept
-      : meter_(call_meter::current()), op_(op) {
+      : meter_(call_meter::current()) {
     if (meter_ != nullptr)
       meter_->begin(op, dest);
-  }
-  void answered(const element& e) noexcept {
-    if (meter_ != nullptr)
-      meter_->answered(op_, e);
   }
   ~metered_call() {
     if (meter_ != nullptr)
@@ -79,7 +73,6 @@ public:
 
 private:
   call_meter* meter_;
-  caf::atom_value op_;
 };
 } // namespace detail
 
@@ -192,8 +185,6 @@ public:
                    [&](caf::error& e) { err = std::move(e); });
       if (err)
         throw_error(err);
-      if constexpr (std::is_same<T, element>::value)
-        metered.answered(*result);
       return std::move(*result);
     }
   }

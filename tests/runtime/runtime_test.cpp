@@ -116,9 +116,6 @@ TEST_CASE("TL-2 a thread's call meter is told of each blocking call, failed ones
     void begin(caf::atom_value op, caf::actor_id dest) noexcept override {
       seen.push_back("begin " + caf::to_string(op) + " " + std::to_string(dest));
     }
-    void answered(caf::atom_value op, const element&) noexcept override {
-      seen.push_back("answered " + caf::to_string(op));
-    }
     void end() noexcept override { seen.push_back("end"); }
   };
   quern::config cfg;

@@ -248,10 +248,8 @@ bool async_client::answer_arrived(const queue_actor& q, const element& e, bool i
     return false;
   }
   taken_.push_back(std::move(t));
-  if (meter_) {
+  if (meter_)
     meter_->to(activity::busy);
-    meter_->add_rows_in(is_batch ? e.batch_size() : 1);
-  }
   return true;
 }
 

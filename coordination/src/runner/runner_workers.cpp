@@ -187,11 +187,8 @@ void async_pulled(async_worker_ptr self, std::vector<element>& xs, caf::error& e
   auto& c = st.client;
   c.pull_answered();
   const bool rows = c.pulled_rows();
-  if (st.pipe.meter && !err && !xs.empty()) {
+  if (st.pipe.meter && !err && !xs.empty())
     st.pipe.meter->to(activity::busy);
-    st.pipe.meter->add_rows_in(rows ? static_cast<int64_t>(xs.size())
-                                    : xs.front().batch_size());
-  }
   auto from = c.pull_from(); // the next pull may change it
   // Numbered as the queue's side counts them (every unit of every answer);
   // those not kept as the run's sources are done with once handled here.

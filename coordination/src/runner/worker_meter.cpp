@@ -16,14 +16,6 @@ void worker_meter::begin(caf::atom_value op, caf::actor_id dest) noexcept {
     to(activity::room);
 }
 
-void worker_meter::answered(caf::atom_value op, const element& e) noexcept {
-  if (op == dequeue_atom::value)
-    add_rows_in(1);
-  else if ((op == dequeue_many_atom::value || op == dequeue_up_to_atom::value) &&
-           !e.components.empty() && e.components[0].shape().rank() > 0)
-    add_rows_in(e.components[0].dim0());
-}
-
 worker_reading worker_meter::read() const noexcept {
   worker_reading r;
   for (;;) {
@@ -41,7 +33,6 @@ worker_reading worker_meter::read() const noexcept {
     break;
   }
   r.rows_out = rows_out_.load(std::memory_order_relaxed);
-  r.rows_in = rows_in_.load(std::memory_order_relaxed);
   r.runs = runs_.load(std::memory_order_relaxed);
   r.input = input_.load(std::memory_order_relaxed);
   return r;

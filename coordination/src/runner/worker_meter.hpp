@@ -38,7 +38,6 @@ enum class activity : int { idle = 0, busy = 1, input = 2, room = 3 };
 struct worker_reading {
   std::array<int64_t, 4> ns{}; // per activity, including the current one
   int64_t rows_out = 0;        // rows its pushes stored
-  int64_t rows_in = 0;         // rows it took from upstream queues (async ops)
   int64_t runs = 0;
   caf::actor_id input = 0; // the upstream queue it last waited for
 };
@@ -78,13 +77,11 @@ public:
     return state_.load(std::memory_order_relaxed) == static_cast<int>(a);
   }
   void add_rows_out(int64_t n) noexcept { add(rows_out_, n); }
-  void add_rows_in(int64_t n) noexcept { add(rows_in_, n); }
   void add_run() noexcept { add(runs_, 1); }
 
   /// The blocking op's calls inside its run (call_meter): a dequeue waits
   /// for input, an enqueue for room; other calls count as busy.
   void begin(caf::atom_value op, caf::actor_id dest) noexcept override;
-  void answered(caf::atom_value op, const element& e) noexcept override;
   void end() noexcept override {
     if (is(activity::input) || is(activity::room))
       to(activity::busy);
@@ -103,7 +100,6 @@ private:
   std::atomic<int64_t> since_{0};
   std::array<std::atomic<int64_t>, 4> ns_{};
   std::atomic<int64_t> rows_out_{0};
-  std::atomic<int64_t> rows_in_{0};
   std::atomic<int64_t> runs_{0};
   std::atomic<caf::actor_id> input_{0};
 };
