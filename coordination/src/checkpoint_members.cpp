@@ -121,6 +121,8 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
   };
 }
 
+} // namespace
+
 /// Asks `coord` for its checkpoint members.
 std::vector<registration>
 members_of(caf::actor_system& sys, const coordinator_actor& coord, caf::timespan limit) {
@@ -136,8 +138,6 @@ members_of(caf::actor_system& sys, const coordinator_actor& coord, caf::timespan
         "cannot ask the coordinator for its checkpoint members: " + sys.render(failed)));
   return out;
 }
-
-} // namespace
 
 members_pause::members_pause(caf::actor_system& sys, const coordinator_actor& coord,
                              caf::timespan limit)

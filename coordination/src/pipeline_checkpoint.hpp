@@ -36,6 +36,10 @@ std::vector<detail::runner_impl_actor> running(const consumer::state& st);
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
                                    bool on, caf::timespan limit);
+/// The checkpoint members registered with `coord` (asked within `limit`);
+/// throws unavailable_error (or the coordinator's error) naming why not.
+std::vector<registration> members_of(caf::actor_system& sys,
+                                     const coordinator_actor& coord, caf::timespan limit);
 /// `'a', 'b'`.
 std::string joined(const std::vector<std::string>& names);
 /// How long a member stays paused at most (see checkpoint_members.cpp).
@@ -48,9 +52,9 @@ std::vector<std::string> taken_over_by(const consumer::state& st,
                                        const std::string& me);
 /// The sections member `me` restores: its own, and those of `taken`, each
 /// part's states combined and their queues checked empty (RS-13).
-std::map<std::string, std::string> sections_taken_over(
-    const consumer::state& st, const pipeline_snapshot& whole, const std::string& me,
-    const std::vector<std::string>& taken);
+std::map<std::string, std::string>
+sections_taken_over(const consumer::state& st, const pipeline_snapshot& whole,
+                    const std::string& me, const std::vector<std::string>& taken);
 
 /// The checkpointing pipeline's side of its members (RS-12): asks the
 /// coordinator for them and sends each its pause at once; then reads the

@@ -8,6 +8,10 @@
 
 #include <caf/scoped_actor.hpp>
 
+#include "quern/error.hpp"
+
+#include "pipeline_checkpoint.hpp"
+
 namespace quern::detail {
 
 namespace {
@@ -109,22 +113,15 @@ void ask_members(caf::actor_system& sys, const coordinator_actor& coord,
       std::to_string(
           std::chrono::duration_cast<std::chrono::seconds>(member_answer_limit).count()) +
       " s";
-  caf::scoped_actor self{sys};
   std::vector<registration> members;
-  bool listed = false;
-  self->request(coord, member_answer_limit, members_atom::value)
-      .receive(
-          [&](std::vector<registration>& rs) {
-            members = std::move(rs);
-            listed = true;
-          },
-          [&](caf::error& err) {
-            missing.push_back("no figures from the checkpoint members (their coordinator "
-                              "did not list them within " +
-                              limit + ": " + sys.render(err) + ")");
-          });
-  if (!listed)
+  try {
+    members = pipeline_ckpt::members_of(sys, coord, member_answer_limit);
+  } catch (const op_error& e) {
+    missing.push_back("no figures from the checkpoint members (" + std::string{e.what()} +
+                      ")");
     return;
+  }
+  caf::scoped_actor self{sys};
   std::vector<registration> asked;
   std::set<std::string> present;
   for (auto& m : members) {
