@@ -6,7 +6,9 @@
 // is the text between `// docs-snippet-begin: NAME` and `// docs-snippet-end`
 // here. Whole programs live in examples/ and are run by the tests.
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -378,6 +380,37 @@ if (auto latest = quern::read_latest_checkpoint("ckpt", &refused)) {
 // The number of a member named "reader-<i>", 0 for another name.
 int reader_number(const std::string& member) {
   return member.rfind("reader-", 0) == 0 ? std::atoi(member.c_str() + 7) : 0;
+}
+
+quern::enqueue_op resume_writer_op(quern::actor_system& sys, quern::queue_actor rows,
+                                   std::function<quern::element()> make_batch) {
+// docs-snippet-begin: resume-writer-settle
+// One writer for the op's workers, whose threads share it.
+auto writer = std::make_shared<quern::queue_writer>(sys, rows, 256);
+auto op = quern::blocking_op([writer, make_batch](quern::blocking_run& run) {
+  if (run.index() == 0) {  // each worker's first run: kept for its life
+    // A checkpoint's pause: a push waiting for room returns ...
+    run.on_pause([w = std::weak_ptr<quern::queue_writer>(writer)] {
+      if (auto p = w.lock())
+        p->hurry();
+    });
+    // ... and before the worker says it paused, what it sent reached the queue.
+    run.before_pause([writer] { return writer->settle(std::chrono::seconds(60)); });
+  }
+  writer->push_batch(make_batch());
+});
+// docs-snippet-end
+return op;
+}
+
+void queue_stats_of(quern::actor_system& sys, quern::queue_actor rows) {
+// docs-snippet-begin: input-queue-stats
+quern::blocking_queue q{sys, rows};  // one handle, any number of threads
+auto s = q.stats();                  // one round trip: size, capacity, counters
+std::cout << s.enqueued_rows << " rows stored, " << s.dequeued_rows << " handed out; "
+          << s.dequeue_wait_ns * 1e-9 / std::max<int64_t>(s.dequeue_attempts, 1)
+          << " s mean wait of a dequeue\n";
+// docs-snippet-end
 }
 
 void resume_take_over(quern::pipeline& pipe, quern::remote_node& chief, int k, int n) {
