@@ -28,8 +28,8 @@ namespace {
 std::map<std::string, std::string> member_sections(caf::actor_system& sys,
                                                    const consumer::state& st) {
   std::map<std::string, std::string> out;
-  for (auto& [name, q] : queues_of(sys, st))
-    out.emplace("queue/" + name, encode_queue_state(blocking_queue{sys, q}.snapshot()));
+  for (auto& [name, q] : snapshot_queues(sys, queues_of(sys, st)))
+    out.emplace("queue/" + name, encode_queue_state(q));
   for (auto& p : parts_of(st))
     out.emplace("part/" + p.name, p.save());
   return out;
@@ -59,7 +59,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
   self->state.member = std::move(name);
   auto resume = [self] {
     auto& ms = self->state;
-    pause_all(self->home_system(), ms.runners, false, ms.limit);
+    resume_all(ms.runners, ms.limit);
     ms.runners.clear();
     ms.paused = false;
   };
@@ -75,7 +75,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
         ms.limit = limit;
         ms.paused = true;
         ms.token = token;
-        auto late = pause_all(self->home_system(), ms.runners, true, limit);
+        auto late = pause_all(self->home_system(), ms.runners, limit);
         if (!late.empty()) {
           resume();
           return make_error(error_code::deadline_exceeded,
@@ -141,15 +141,16 @@ members_of(caf::actor_system& sys, const coordinator_actor& coord, caf::timespan
 
 members_pause::members_pause(caf::actor_system& sys, const coordinator_actor& coord,
                              caf::timespan limit)
-    : sys_(sys), limit_(limit), token_(0), self_(sys) {
+    : sys_(sys), limit_(limit), token_(0) {
   static std::atomic<uint64_t> next_token{1};
   token_ = next_token++;
   if (!coord)
     return;
+  self_ = std::make_unique<caf::scoped_actor>(sys);
   members_ = members_of(sys, coord, limit);
   for (auto& m : members_)
-    asked_.push_back(self_->request(m.actor, limit + std::chrono::seconds(5),
-                                    member_pause_atom::value, token_, limit));
+    asked_.push_back((*self_)->request(m.actor, limit + std::chrono::seconds(5),
+                                       member_pause_atom::value, token_, limit));
 }
 
 members_pause::~members_pause() {
@@ -170,7 +171,8 @@ void members_pause::take_sections(
     std::map<std::string, std::map<std::string, std::string>>& out,
     std::vector<std::string>& failed) {
   for (auto& m : paused_)
-    self_->request(m.actor, limit_, member_sections_atom::value, token_)
+    (*self_)
+        ->request(m.actor, limit_, member_sections_atom::value, token_)
         .receive(
             [&](std::map<std::string, std::string>& sections) {
               out.emplace(m.name, std::move(sections));
@@ -187,7 +189,8 @@ std::vector<std::string> members_pause::resume() {
   await_paused(ignored);
   std::vector<std::string> ran_on;
   for (auto& m : paused_)
-    self_->request(m.actor, limit_, member_resume_atom::value, token_)
+    (*self_)
+        ->request(m.actor, limit_, member_resume_atom::value, token_)
         .receive(
             [&](bool was_paused) {
               if (!was_paused)

@@ -9,6 +9,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
@@ -34,6 +35,21 @@ bool across_processes(const consumer::state& st) {
   return !st.member_name.empty() || st.members_of;
 }
 
+/// A queue's checkpoint name: asked of the queue once, then remembered.
+std::string name_of(caf::actor_system& sys, const consumer::state& st,
+                    const queue_actor& q) {
+  {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    auto i = st.checkpoint_names.find(q.address());
+    if (i != st.checkpoint_names.end())
+      return i->second;
+  }
+  auto name = checkpoint_name(blocking_queue{sys, q}.spec());
+  std::lock_guard<std::mutex> guard{st.mtx};
+  st.checkpoint_names.emplace(q.address(), name);
+  return name;
+}
+
 /// The queues of a pipeline (its runners' and its consumers'), each once,
 /// by checkpoint name.
 std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
@@ -53,7 +69,7 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
       continue;
     if (across && detail::confirms_taking(q))
       continue; // its own process's member takes it
-    auto name = checkpoint_name(blocking_queue{sys, q}.spec());
+    auto name = name_of(sys, st, q);
     // A queue of another process answers snapshot and restore (RS-10), but
     // the runners of other processes that feed or drain it do not pause for
     // this pipeline: its rows would be taken while rows are on their way.
@@ -101,11 +117,11 @@ std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
   return out;
 }
 
-/// Pauses (or resumes) every runner at once; returns the workers that did
+/// Pauses every runner at once; returns the workers that did
 /// not pause within `limit`. A runner that ended meanwhile runs no more.
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit) {
+                                   caf::timespan limit) {
   std::vector<std::string> late;
   if (runners.empty())
     return late;
@@ -113,11 +129,11 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
   // Every request goes out before the first answer is awaited: the runners
   // pause together.
   using answer = decltype(self->request(runners.front(), limit,
-                                        detail::runner_pause_atom::value, on, limit));
+                                        detail::runner_pause_atom::value, true, limit));
   std::vector<answer> answers;
   for (auto& r : runners)
     answers.push_back(self->request(r, limit + std::chrono::seconds(5),
-                                    detail::runner_pause_atom::value, on, limit));
+                                    detail::runner_pause_atom::value, true, limit));
   for (auto& a : answers)
     a.receive(
         [&](std::vector<std::string>& names) {
@@ -125,6 +141,39 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
         },
         [](caf::error&) {});
   return late;
+}
+
+void resume_all(const std::vector<detail::runner_impl_actor>& runners,
+                caf::timespan limit) {
+  for (auto& r : runners)
+    caf::anon_send(r, detail::runner_pause_atom::value, false, limit);
+}
+
+std::map<std::string, queue_state>
+snapshot_queues(caf::actor_system& sys,
+                const std::map<std::string, queue_actor>& queues) {
+  std::map<std::string, queue_state> out;
+  if (queues.empty())
+    return out;
+  caf::scoped_actor self{sys};
+  using answer = decltype(self->request(std::declval<checkpoint_queue_actor>(),
+                                        caf::infinite, snapshot_atom::value));
+  std::vector<std::pair<std::string, answer>> answers;
+  // Every request goes out before the first answer is awaited: the queues
+  // copy their rows at once. No client-side timeout: a queue always answers.
+  for (auto& [name, q] : queues)
+    answers.emplace_back(name, self->request(caf::actor_cast<checkpoint_queue_actor>(q),
+                                             caf::infinite, snapshot_atom::value));
+  caf::error first;
+  for (auto& [name, a] : answers)
+    a.receive([&, n = name](queue_state& s) { out.emplace(n, std::move(s)); },
+              [&](caf::error& e) {
+                if (!first)
+                  first = std::move(e);
+              });
+  if (first)
+    throw_error(first);
+  return out;
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -186,14 +235,13 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   // The members of other processes pause with this pipeline's runners:
   // their requests go out first (RS-12).
   members_pause members{sys_, coord, limit};
-  auto late = pause_all(sys_, runners, true, limit);
+  auto late = pause_all(sys_, runners, limit);
   // However this ends, the runners run again (and so do the members).
   struct resume_at_exit {
-    caf::actor_system& sys;
     const std::vector<detail::runner_impl_actor>& runners;
     caf::timespan limit;
-    ~resume_at_exit() { pause_all(sys, runners, false, limit); }
-  } resume{sys_, runners, limit};
+    ~resume_at_exit() { resume_all(runners, limit); }
+  } resume{runners, limit};
   std::vector<std::string> failed;
   members.await_paused(failed);
   pipeline_snapshot s;
@@ -214,8 +262,7 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
                                   "; nothing was saved and the pipeline runs on");
   }
   s.step = step;
-  for (auto& [name, q] : queues)
-    s.queues.emplace(name, blocking_queue{sys_, q}.snapshot());
+  s.queues = snapshot_queues(sys_, queues);
   for (auto& p : parts)
     s.parts.emplace(p.name, p.save());
   // A member that ran again on its own meanwhile fails the snapshot.

@@ -4,6 +4,7 @@
 // other processes (checkpoint_members.cpp) share; private to coordination/.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,19 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
 std::vector<consumer::state::part> parts_of(const consumer::state& st);
 /// The runner actors of the runners started and still running.
 std::vector<detail::runner_impl_actor> running(const consumer::state& st);
-/// Pauses (or resumes) every runner at once; returns the workers that did
-/// not pause within `limit`. A runner that ended meanwhile runs no more.
+/// Pauses every runner at once; returns the workers that did not pause
+/// within `limit`. A runner that ended meanwhile runs no more.
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit);
+                                   caf::timespan limit);
+/// Lets every runner run again, without waiting for their answers: a later
+/// pause (from any caller) reaches each runner after this resume.
+void resume_all(const std::vector<detail::runner_impl_actor>& runners,
+                caf::timespan limit);
+/// Every queue's rows and state (snapshot_atom), asked of all at once;
+/// throws the first error a queue answered.
+std::map<std::string, queue_state>
+snapshot_queues(caf::actor_system& sys, const std::map<std::string, queue_actor>& queues);
 /// The checkpoint members registered with `coord` (asked within `limit`);
 /// throws unavailable_error (or the coordinator's error) naming why not.
 std::vector<registration> members_of(caf::actor_system& sys,
@@ -83,7 +92,7 @@ private:
   caf::actor_system& sys_;
   caf::timespan limit_;
   uint64_t token_;
-  caf::scoped_actor self_;
+  std::unique_ptr<caf::scoped_actor> self_; // with members only
   std::vector<registration> members_;
   std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> asked_;
   std::vector<registration> paused_;

@@ -69,6 +69,9 @@ struct consumer::state {
   /// checkpoint_as_member's takes_over, and the members it took over.
   std::function<bool(const std::string&)> takes_over;
   std::vector<std::string> taken_over;
+  /// Each queue's checkpoint name, from its spec, asked at its first
+  /// checkpoint (a checkpoint then asks its queues only for their rows).
+  mutable std::map<caf::actor_addr, std::string> checkpoint_names;
   /// checkpoint_members_of: the coordinator whose members it pauses.
   coordinator_actor members_of;
   /// options().restore was acted on (by the first start_queue_runners).
