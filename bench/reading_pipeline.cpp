@@ -24,6 +24,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -180,6 +181,11 @@ struct pipeline_args {
   /// checkpoint_dir (0: none).
   int64_t checkpoint_every = 0;
   std::string checkpoint_dir;
+  /// With checkpoint_every N: checkpoints only in every other stretch of 2N
+  /// batches (at its start and after N), each stretch timed.
+  bool stretches = false;
+  /// With checkpoint_every: snapshots only (pipeline::snapshot, no file).
+  bool snapshots_only = false;
   /// pipeline_options::telemetry (docs/input.md, "Where the pipeline waits").
   bool telemetry = true;
 };
@@ -191,6 +197,19 @@ struct checkpoint_costs {
   double total = 0;    // s
   uintmax_t bytes = 0; // of the last file
   std::string last;    // its path
+  /// pipeline_args::stretches: the seconds of each stretch, with
+  /// checkpoints and without (the first, the pipeline filling, left out).
+  std::vector<double> with, without;
+
+  /// Throughput with checkpoints / without, over this run's stretches.
+  double stretch_ratio() const {
+    if (with.empty() || without.empty())
+      return 0;
+    auto mean = [](const std::vector<double>& v) {
+      return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    };
+    return mean(without) / mean(with);
+  }
 };
 
 /// --synthetic: a reader worker that parses nothing: for each file name it
@@ -262,12 +281,28 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   int64_t n = 0;
   int64_t batches = 0;
   bool smaller_seen = false;
+  auto stretch = a.stretches ? 2 * a.checkpoint_every : 0;
+  auto stretch_start = clock_type::now();
   try {
     for (;;) {
       auto batch = per_call ? b.next(in) : streamed->pull();
-      if (costs && ++batches % a.checkpoint_every == 0) {
+      ++batches;
+      // Stretch k covers the batches after k * stretch up to (k + 1) * stretch;
+      // odd ones checkpoint at their start and halfway, so that what a
+      // checkpoint costs after its call (its file written) falls in them.
+      bool checkpointing = stretch == 0 || (batches / stretch) % 2 == 1;
+      if (costs && stretch > 0 && batches % stretch == 0) {
+        auto took = seconds_since(stretch_start);
+        stretch_start = clock_type::now();
+        if (batches > stretch)
+          ((batches / stretch) % 2 == 0 ? costs->with : costs->without).push_back(took);
+      }
+      if (costs && checkpointing && batches % a.checkpoint_every == 0) {
         auto c0 = clock_type::now();
-        costs->last = pipe.checkpoint(batches); // written in the background
+        if (a.snapshots_only)
+          pipe.snapshot(batches);
+        else
+          costs->last = pipe.checkpoint(batches); // written in the background
         auto took = seconds_since(c0);
         ++costs->count;
         costs->total += took;
@@ -284,7 +319,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
     }
   } catch (const out_of_range_error&) {
   }
-  if (costs && costs->count > 0) {
+  if (costs && costs->count > 0 && !a.snapshots_only) {
     pipe.wait_checkpoint();
     costs->bytes = std::filesystem::file_size(costs->last);
   }
@@ -341,27 +376,37 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   a.consume = "per-call";
   int rc = 0;
   std::vector<double> ratios, plain_rates, ckpt_rates, longest, mean;
+  std::vector<double> stretch_ratios, snapshot_ratios;
   cpu_per_example cpu_ns[2];
   uintmax_t bytes = 0;
   auto every = a.checkpoint_every;
   for (int round = 0; round < rounds; ++round) {
     double rate[2] = {0, 0};
-    // Which runs first alternates: a round's second run finds the files in
-    // the page cache and the first one's garbage freed.
-    for (int k = 0; k < 2; ++k) {
-      int with = round % 2 == 0 ? k : 1 - k;
+    // Four runs: without checkpoints (0), with (1), and with them in every
+    // other stretch (2), or snapshots without files there (3). Which runs
+    // first turns: a round's later runs find the files in the page cache and
+    // the earlier ones' garbage freed.
+    for (int k = 0; k < 4; ++k) {
+      int kind = (k + round) % 4;
+      int with = kind == 0 ? 0 : 1;
       a.checkpoint_every = with ? every : 0;
+      a.stretches = kind >= 2;
+      a.snapshots_only = kind == 3;
       double sum = 0;
       cpu_split cpu;
       checkpoint_costs costs;
       auto t0 = clock_type::now();
       auto n = quern_pipeline(sys, files, a, sum, cpu, with ? &costs : nullptr);
-      rate[with] = n / seconds_since(t0);
-      cpu_ns[with].add(cpu, n);
       if (n != rows || std::abs(sum - sum_want) > 1e-6 * std::abs(sum_want) + 1) {
         std::cerr << "bench_reading_pipeline: " << n << " of " << rows << " rows\n";
         rc = 1;
       }
+      if (kind >= 2) {
+        (kind == 2 ? stretch_ratios : snapshot_ratios).push_back(costs.stretch_ratio());
+        continue;
+      }
+      rate[with] = n / seconds_since(t0);
+      cpu_ns[with].add(cpu, n);
       if (with) {
         longest.push_back(costs.longest);
         mean.push_back(costs.count ? costs.total / costs.count : 0);
@@ -392,7 +437,12 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
             << median(cpu_ns[1].consumer) << ")\n"
             << std::setprecision(3)
             << "ratio with checkpoints / without: " << median(ratios) << "x (median of "
-            << rounds << " rounds, alternating which runs first)\n";
+            << rounds << " rounds, turning which runs first)\n"
+            << "ratio in one run, its stretches of " << 2 * every
+            << " batches with checkpoints / without: " << median(stretch_ratios)
+            << "x; with snapshots and no files: " << median(snapshot_ratios)
+            << "x (medians of " << rounds
+            << " runs; separate runs here differ by more than the checkpoints cost)\n";
 
   // A full shuffle buffer of 10,000 rows of the flagship's three floats.
   pipeline_options popts;
