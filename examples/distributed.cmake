@@ -9,4 +9,5 @@ quern_add_example(distributed
 # processes").
 quern_add_example(csv_pipeline_distributed
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/distributed/csv_pipeline_distributed.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/distributed/hand_over.cpp
   LIBS quern::net quern::input quern::logging quern_command_line)

@@ -44,6 +44,10 @@
 // pipeline/graph with every process's stages (docs/input.md, "Stages of other
 // processes").
 //
+// With --hand-over (--role=all) a reader process that is lost leaves its
+// unfinished files to the readers left, which go on from the rows the
+// host's queue holds (hand_over.hpp); without it, a lost reader ends the job.
+//
 // A process that loses another (its connection drops, or the peer is
 // silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
 // any other error ends it with status 1, a bad command line with 2.
@@ -85,6 +89,7 @@
 #include "../reading/csv_data.hpp"
 #include "command_line.hpp"
 #include "files.hpp"
+#include "hand_over.hpp"
 
 extern char** environ;
 
@@ -113,6 +118,7 @@ struct settings {
   int64_t checkpoint_every = 0;
   int64_t stop_after = 0;
   bool restore = false;
+  bool hand_over = false;       // a lost reader's units go on with the others
   double telemetry_every = 1.0; // trainer: seconds between telemetry readings
   /// Every process takes part in the trainer's checkpoints.
   bool checkpointing() const { return checkpoint_every > 0 || restore; }
@@ -286,6 +292,19 @@ int reader(actor_system& sys, const settings& s) {
   // Shared with the reader's op, which may still run when this function
   // has thrown (its worker ends on its own once stopped).
   auto writer = std::make_shared<summary_writer>(sys, chief.writer("train"));
+  if (s.hand_over) {
+    // Units handed out by the host (hand_over.hpp); not registered with the
+    // trainer's coordinator, whose job goes on when this process is lost.
+    int64_t batches = 0;
+    auto sent = examples::read_units(
+        sys, s.host, s.id, s.batch_size, record_defaults, [&](int64_t total) {
+          writer->scalar(name + "/examples_read", static_cast<double>(total), batches++);
+        });
+    writer->flush();
+    blocking_queue{sys, host.queue("done")}.enqueue(element{tensor::scalar(name)});
+    std::cout << name << ": read " << sent << " examples" << std::endl;
+    return 0;
+  }
   csv_source_options ro;
   ro.skip_header_lines = 1;
   ro.read_batch = s.batch_size;
@@ -368,6 +387,10 @@ struct host_node {
   pipeline pipe;
   queue_actor examples;
   queue_actor done;
+  // --hand-over: each reader's work queue, 'finished', and who hands out.
+  std::vector<queue_actor> work;
+  queue_actor finished;
+  std::unique_ptr<examples::unit_dispatcher> dispatcher;
   std::optional<server> srv;
   std::optional<remote_node> trainer; // with checkpoints: its coordinator
 };
@@ -393,14 +416,24 @@ std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
                                  {dtype::float32, dtype::float32, dtype::float32},
                                  {{}, {}, {}}, s.seed, 0, "examples");
   h->done = spawn_fifo_queue(sys, s.readers + 1, {dtype::string}, {{}}, "done");
-  h->srv = serve_on(
-      sys, s.listen,
-      {{},
-       0,
-       false,
-       {{"filenames", filenames}, {"examples", h->examples}, {"done", h->done}}});
-  std::cout << "host: serving 'filenames', 'examples' and 'done' on " << h->srv->address()
-            << std::endl;
+  std::map<std::string, queue_actor> served{
+      {"filenames", filenames}, {"examples", h->examples}, {"done", h->done}};
+  if (s.hand_over) {
+    for (int r = 1; r <= s.readers; ++r) {
+      auto name = "work-" + std::to_string(r);
+      h->work.push_back(spawn_fifo_queue(sys, 1, {dtype::string}, {{}}, name));
+      served.emplace(name, h->work.back());
+    }
+    h->finished =
+        spawn_fifo_queue(sys, s.files * s.readers + 1, {dtype::string}, {{}}, "finished");
+    served.emplace("finished", h->finished);
+    h->dispatcher = std::make_unique<examples::unit_dispatcher>(
+        sys, filenames, h->examples, h->finished, h->work);
+  }
+  h->srv = serve_on(sys, s.listen, {{}, 0, false, served});
+  std::cout << "host: serving 'filenames', 'examples' and 'done'"
+            << (s.hand_over ? ", 'finished' and each reader's 'work-<id>'" : "") << " on "
+            << h->srv->address() << std::endl;
   // The filename producer stops by itself after --epochs; no coordinator
   // (none of the others' errors concern it). With checkpoints it starts once
   // the host joined the trainer's checkpoints (join_trainer).
@@ -471,6 +504,21 @@ int host(actor_system& sys, const settings& s) {
   return 0;
 }
 
+// --hand-over: 'examples' stored each row made once, whichever readers were
+// lost (its count of rows stored, against the rows of every file's epochs).
+int check_stored_once(actor_system& sys, host_node& h, const settings& s) {
+  auto stored = blocking_queue{sys, h.examples}.stats().enqueued_rows;
+  auto made = int64_t{s.files} * s.rows * s.epochs;
+  std::cout << "host: 'examples' stored " << stored << " rows of the " << made
+            << " made; units handed over from lost readers: "
+            << h.dispatcher->handed_over() << std::endl;
+  if (stored == made)
+    return 0;
+  std::cerr << "host: 'examples' stored " << stored << " rows, not the " << made
+            << " made: " << (stored > made ? "some twice" : "some lost") << "\n";
+  return 1;
+}
+
 // -- --role=all
 // ---------------------------------------------------------------------------
 
@@ -531,13 +579,19 @@ int all(actor_system& sys, settings s) {
     args = common;
     args.insert(args.end(), {"--role=reader", "--trainer=" + trainer_address,
                              "--id=" + std::to_string(r)});
-    children[start_process(args)] = "reader-" + std::to_string(r);
+    if (s.hand_over)
+      args.push_back("--hand-over");
+    auto pid = start_process(args);
+    children[pid] = "reader-" + std::to_string(r);
+    std::cout << "host: started reader-" << r << " (pid " << pid << ")" << std::endl;
   }
+  if (h->dispatcher)
+    h->dispatcher->start(); // it closes 'examples' once every unit is read
   // The host's part runs beside the children; a child that fails ends the
   // others and closes 'done', which ends the wait for tokens.
   std::thread tokens{[&] {
     try {
-      await_tokens(sys, *h, s.readers);
+      await_tokens(sys, *h, h->dispatcher ? 0 : s.readers);
     } catch (const op_error& e) {
       std::cerr << "host: " << error_code_name(e.code()) << ": " << e.what() << "\n";
     }
@@ -552,8 +606,13 @@ int all(actor_system& sys, settings s) {
     children.erase(pid);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
       continue;
-    std::cerr << "host: the " << who << " process failed (status "
-              << (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st))
+    auto code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    // --hand-over: a reader lost is not the job lost, while another reader
+    // is left to take over its units.
+    if (h->dispatcher && who.rfind("reader-", 0) == 0 && status == 0 &&
+        h->dispatcher->lost(reader_number(who), "status " + std::to_string(code)))
+      continue;
+    std::cerr << "host: the " << who << " process failed (status " << code
               << "); ending the others\n";
     status = 1;
     for (auto& [other, name] : children)
@@ -561,6 +620,8 @@ int all(actor_system& sys, settings s) {
     blocking_queue{sys, h->done}.close(true);
   }
   tokens.join();
+  if (h->dispatcher && status == 0)
+    status = check_stored_once(sys, *h, s);
   std::cout << (status == 0 ? "host: every process ended well" : "host: failed")
             << std::endl;
   return status;
@@ -611,6 +672,10 @@ int main(int argc, char** argv) {
       "trainer: stop the job after N steps (0: at the epoch limit)")(
       "restore", po::bool_switch(&s.restore),
       "every role: go on from the newest checkpoint of <logdir>/ckpt")(
+      "hand-over", po::bool_switch(&s.hand_over),
+      "--role=all: a reader process that is lost leaves its unfinished files to the "
+      "other readers, which go on from the rows the host's queue holds (without it, a "
+      "lost reader ends the job)")(
       "telemetry-every",
       po::value(&s.telemetry_every)
           ->default_value(s.telemetry_every, quern::cli::shown(s.telemetry_every)),
@@ -640,6 +705,12 @@ int main(int argc, char** argv) {
   if (s.role == "host" && s.checkpointing() && s.trainer.empty())
     return bad(
         "--role=host with --checkpoint-every or --restore needs --trainer=host:port");
+  if (s.hand_over && s.checkpointing())
+    return bad("--hand-over does not combine with --checkpoint-every or --restore: a "
+               "checkpoint pauses every reader, and a lost one would fail it");
+  if (s.hand_over && s.role != "all" && s.role != "reader")
+    return bad("--hand-over needs --role=all: the host learns that a reader is lost "
+               "when the reader's process, which it started, ends");
   if (s.role != "all" && s.role != "host" && s.role != "trainer" && s.role != "reader")
     return bad("unknown --role '" + s.role + "' (all, host, trainer or reader)");
   remote_config cfg; // CAF's middleman with quern's settings

@@ -208,3 +208,81 @@ TEST_CASE("distributed TL-10 flagship: the trainer's run holds the telemetry of 
            contains(g, "\"queue\":\"host/examples\"");
   }));
 }
+
+namespace {
+
+// Starts the flagship (--role=all) with `args` and kills its reader `id`
+// with SIGKILL once the trainer printed step 300.
+std::unique_ptr<child> kill_reader_midway(const scratch_dir& dir,
+                                          std::vector<std::string> args, int id) {
+  args.insert(args.begin(), flagship_binary);
+  auto job = std::make_unique<child>("job", args, dir);
+  pid_t victim = 0;
+  std::regex started{"started reader-" + std::to_string(id) + " \\(pid ([0-9]+)\\)"};
+  bool training = eventually(start_limit, [&] {
+    std::smatch m;
+    auto out = job->out();
+    if (std::regex_search(out, m, started))
+      victim = static_cast<pid_t>(std::stol(m[1]));
+    return (victim != 0 && contains(out, "trainer: step   300")) ||
+           job->wait(0ms).has_value();
+  });
+  INFO(job->report());
+  REQUIRE(training);
+  REQUIRE(victim != 0);
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("distributed RS-16 flagship --hand-over: a reader process killed in the middle "
+          "of a file leaves its files to the other readers, and every example is stored "
+          "and trained once") {
+  scratch_dir dir;
+  auto run_dir = dir.file("run");
+  // 4 files of 20,000 rows, one epoch: 2,500 steps, long enough to kill a
+  // reader while every reader is in the middle of its file.
+  auto job = kill_reader_midway(dir,
+                                {"--hand-over", "--files=4", "--rows=20000", "--epochs=1",
+                                 "--readers=3", "--logdir=" + run_dir},
+                                2);
+  require_exit(*job, 0); // the trainer checks what it trained (--expect)
+  auto out = job->out();
+  CHECK(contains(out, "host: reader-2 lost (status 137)"));
+  CHECK(contains(out, "goes on with another reader"));
+  // Another reader went on with reader-2's file after the rows the host's
+  // queue held of it.
+  CHECK(
+      std::regex_search(out, std::regex{"reader-[13]: goes on with .*data_[0-9]+\\.csv#1 "
+                                        "after its [1-9][0-9]* rows the queue holds"}));
+  CHECK(contains(out, "host: 'examples' stored 80000 rows of the 80000 made"));
+  CHECK(contains(out, "trainer: trained 2500 steps of 32"));
+  std::set<int64_t> all;
+  for (int64_t i = 0; i < 2500; ++i)
+    all.insert(i);
+  CHECK(steps_of(run_dir, "loss") == all);
+}
+
+TEST_CASE("distributed RS-16 flagship --hand-over: the last reader lost ends the job, "
+          "and --hand-over is refused where the host cannot see a reader end") {
+  scratch_dir dir;
+  auto job = kill_reader_midway(dir,
+                                {"--hand-over", "--files=4", "--rows=20000", "--epochs=1",
+                                 "--readers=1", "--logdir=" + dir.file("run")},
+                                1);
+  require_exit(*job, 1);
+  CHECK(contains(job->out(),
+                 "host: reader-1 lost (status 137); no reader is left to go on with its "
+                 "units"));
+  CHECK(contains(job->err(),
+                 "the reader-1 process failed (status 137); ending the others"));
+  for (auto [extra, why] : {std::pair<std::string, std::string>{
+                                "--role=host", "--hand-over needs --role=all"},
+                            {"--checkpoint-every=5",
+                             "--hand-over does not combine with --checkpoint-every"}}) {
+    child refused{"refused", {flagship_binary, "--hand-over", extra}, dir};
+    require_exit(refused, 2);
+    CHECK(contains(refused.err(), why));
+  }
+}
