@@ -198,7 +198,8 @@ struct checkpoint_costs {
   uintmax_t bytes = 0; // of the last file
   std::string last;    // its path
   /// pipeline_args::stretches: the seconds of each stretch, with
-  /// checkpoints and without (the first, the pipeline filling, left out).
+  /// checkpoints and without (the first two, the pipeline filling, left
+  /// out: a slow first one would weigh on one side).
   std::vector<double> with, without;
 
   /// Throughput with checkpoints / without, over this run's stretches.
@@ -294,7 +295,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
       if (costs && stretch > 0 && batches % stretch == 0) {
         auto took = seconds_since(stretch_start);
         stretch_start = clock_type::now();
-        if (batches > stretch)
+        if (batches > 2 * stretch) // the first two: the pipeline filling
           ((batches / stretch) % 2 == 0 ? costs->with : costs->without).push_back(took);
       }
       if (costs && checkpointing && batches % a.checkpoint_every == 0) {
