@@ -181,6 +181,8 @@ struct pipeline_args {
   /// checkpoint_dir (0: none).
   int64_t checkpoint_every = 0;
   std::string checkpoint_dir;
+  /// pipeline_options::sync_checkpoints_every.
+  int sync_every = 1;
   /// With checkpoint_every N: checkpoints only in every other stretch of 2N
   /// batches (at its start and after N), each stretch timed.
   bool stretches = false;
@@ -247,6 +249,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   auto cpu_before = threads_cpu();
   pipeline_options popts;
   popts.checkpoint_dir = a.checkpoint_dir;
+  popts.sync_checkpoints_every = a.sync_every;
   popts.telemetry = a.telemetry;
   pipeline pipe{sys, popts};
   producer_options po;
@@ -425,7 +428,10 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
             << " readers, shuffle_batch_join " << a.batch_size
             << ", per-call): " << median(plain_rates)
             << " examples/s without checkpoints, " << median(ckpt_rates)
-            << " with one every " << every << " batches\n"
+            << " with one every " << every << " batches"
+            << (a.sync_every > 1 ? ", every " + std::to_string(a.sync_every) + " synced"
+                                 : std::string{})
+            << "\n"
             << std::setprecision(1) << "  checkpoint: " << 1e3 * median(mean)
             << " ms on average, longest consumer stall " << 1e3 * median(longest)
             << " ms, " << bytes / 1e3 << " kB (medians)\n"
@@ -543,6 +549,9 @@ int main(int argc, char** argv) {
       "checkpoint-every", po::value<int64_t>(&a.checkpoint_every)->default_value(0),
       "measure pipeline checkpoints: the pipeline consumed per call without checkpoints "
       "and with one every N batches, and the checkpoint of a 10,000-row shuffle buffer")(
+      "checkpoint-sync-every", po::value<int>(&a.sync_every)->default_value(1),
+      "with --checkpoint-every: pipeline_options::sync_checkpoints_every (1: every "
+      "checkpoint file synced to disk)")(
       "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
       "how the consumer takes batches: stream (a batch_reader with b.cut(): exact "
       "batches, demand for several kept granted), per-call (one dequeue_up_to request "
@@ -554,10 +563,11 @@ int main(int argc, char** argv) {
     return *status;
   if (!(megabytes > 0) || files_n <= 0 || rounds <= 0 || a.readers <= 0 ||
       a.batch_size <= 0 || a.read_batch <= 0 || a.min_after_dequeue < 0 ||
-      a.capacity < 0 || a.checkpoint_every < 0 ||
+      a.capacity < 0 || a.checkpoint_every < 0 || a.sync_every < 1 ||
       (a.consume != "stream" && a.consume != "per-call" && a.consume != "any-size")) {
     std::cerr << "bench_reading_pipeline: --mb, --files, --rounds, --readers, "
-                 "--batch-size and --read-batch must be positive, --min-after-dequeue "
+                 "--batch-size, --read-batch and --checkpoint-sync-every must be "
+                 "positive, --min-after-dequeue "
                  "--capacity and --checkpoint-every non-negative, --consume one of "
                  "stream, per-call, "
                  "any-size\n";

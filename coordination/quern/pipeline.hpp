@@ -73,6 +73,16 @@ struct pipeline_options {
   bool restore = false;
   /// The checkpoint files kept: older ones are removed after each write.
   int keep_checkpoints = 3;
+  /// Every Nth checkpoint file, the first included, is synced to disk (the
+  /// file and its directory) before checkpoint()'s write ends; the others
+  /// are renamed into place without waiting for the disk (CK-6). A crash of
+  /// the process loses none of them, but a crash of the machine may lose or
+  /// damage those written after the last synced one: a restore passes over
+  /// a damaged one (restore_latest), and the newest synced file is kept
+  /// until a newer one is synced, beside keep_checkpoints. 1 (the default):
+  /// every file is synced. More: for checkpoints many times a second on a
+  /// disk whose syncs are slow (docs/resume.md, "What a checkpoint costs").
+  int sync_checkpoints_every = 1;
   /// checkpoint() returns once the pipeline runs again and writes the file
   /// in the background (the consumer's stall is the snapshot alone); false:
   /// it returns once the file is on disk.

@@ -366,22 +366,36 @@ std::string pipeline::checkpoint(int64_t step) {
   if (step < 0)
     throw invalid_argument_error("a checkpoint's step must be >= 0, not " +
                                  std::to_string(step));
+  if (opts_.sync_checkpoints_every < 1)
+    throw invalid_argument_error(
+        "pipeline_options::sync_checkpoints_every must be >= 1, not " +
+        std::to_string(opts_.sync_checkpoints_every));
   // One file at a time: the one before is on disk (or its error thrown)
   // before this one is taken.
   wait_checkpoint();
   auto s = snapshot(step);
   auto path = checkpoint_path(opts_.checkpoint_dir, step);
+  checkpoint_write_options wo;
+  wo.keep_last = opts_.keep_checkpoints;
+  wo.sync = state_->checkpoints_written++ % opts_.sync_checkpoints_every == 0;
+  if (!wo.sync)
+    wo.keep_also = state_->last_synced;
+  // Only the caller of checkpoint() touches the state's writing fields, and
+  // a write ends before the next is taken (wait_checkpoint).
+  auto write = [dir = opts_.checkpoint_dir, wo, st = state_](const pipeline_snapshot& s) {
+    auto written = write_checkpoint(dir, to_checkpoint(s), wo);
+    if (wo.sync)
+      st->last_synced = written;
+  };
   if (!opts_.write_checkpoints_in_background) {
-    write_checkpoint(opts_.checkpoint_dir, to_checkpoint(s), opts_.keep_checkpoints);
+    write(s);
     return path;
   }
   // The rows are copies of immutable buffers: the file is encoded and
   // written while the consumer and the runners go on.
   state_->writing_path = path;
   state_->writing =
-      std::async(std::launch::async,
-                 [dir = opts_.checkpoint_dir, keep = opts_.keep_checkpoints,
-                  s = std::move(s)] { write_checkpoint(dir, to_checkpoint(s), keep); });
+      std::async(std::launch::async, [write, s = std::move(s)] { write(s); });
   return path;
 }
 

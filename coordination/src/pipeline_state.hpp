@@ -80,6 +80,10 @@ struct consumer::state {
   /// and its path; only the caller of checkpoint() touches it.
   std::future<void> writing;
   std::string writing_path;
+  /// Checkpoint files written (sync_checkpoints_every counts them), and the
+  /// newest one synced, kept until a newer one is synced (CK-6).
+  int64_t checkpoints_written = 0;
+  std::string last_synced;
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

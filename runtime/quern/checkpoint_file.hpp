@@ -59,6 +59,26 @@ std::string encode_checkpoint(const checkpoint_contents& c);
 std::string write_checkpoint(const std::string& dir, const checkpoint_contents& c,
                              int keep_last = 3);
 
+/// How write_checkpoint writes a file (CK-2, CK-3, CK-6).
+struct checkpoint_write_options {
+  /// The checkpoint files kept: the oldest beyond these are removed.
+  int keep_last = 3;
+  /// Sync the file before its rename and the directory after it (CK-2):
+  /// once write_checkpoint returns, the file is on disk. false: renamed into
+  /// place without waiting for the disk. A crash of the process loses
+  /// nothing then (the system writes its files out), but a crash of the
+  /// machine may lose the file or leave it damaged, which
+  /// read_latest_checkpoint passes over (CK-5).
+  bool sync = true;
+  /// A checkpoint file this write never removes, whatever keep_last: the
+  /// newest synced one, while the newer ones are not synced (empty: none).
+  std::string keep_also;
+};
+
+/// write_checkpoint(dir, c, keep_last) with every option (CK-6).
+std::string write_checkpoint(const std::string& dir, const checkpoint_contents& c,
+                             const checkpoint_write_options& opts);
+
 /// Reads and verifies one file (CK-4). Throws data_loss_error `checkpoint
 /// '<path>': <problem>` for a file that is not a whole checkpoint of a
 /// version this quern reads: not a quern checkpoint (an empty file, a

@@ -253,6 +253,14 @@ std::string encode_checkpoint(const checkpoint_contents& c) {
 
 std::string write_checkpoint(const std::string& dir, const checkpoint_contents& c,
                              int keep_last) {
+  checkpoint_write_options opts;
+  opts.keep_last = keep_last;
+  return write_checkpoint(dir, c, opts);
+}
+
+std::string write_checkpoint(const std::string& dir, const checkpoint_contents& c,
+                             const checkpoint_write_options& opts) {
+  auto keep_last = opts.keep_last;
   check_contents(c, keep_last);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -265,13 +273,19 @@ std::string write_checkpoint(const std::string& dir, const checkpoint_contents& 
       [&](std::FILE* f) {
         return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
       },
-      /*sync=*/true);
+      opts.sync);
   if (!outcome.ok()) {
     if (outcome.err != 0)
       throw_io(outcome.err, "cannot write checkpoint '" + path + "'");
     throw unknown_error(outcome.why);
   }
-  auto all = list_checkpoints(dir);
+  // keep_also stays beside the keep_last others.
+  std::vector<std::string> all;
+  for (auto& file : list_checkpoints(dir)) {
+    std::error_code same_ec;
+    if (opts.keep_also.empty() || !fs::equivalent(file, opts.keep_also, same_ec))
+      all.push_back(file);
+  }
   auto excess = all.size() > static_cast<size_t>(keep_last)
                     ? all.size() - static_cast<size_t>(keep_last)
                     : size_t{0};

@@ -482,6 +482,15 @@ try {
 // docs-snippet-end
 }
 
+void resume_sync_every(quern::actor_system& sys) {
+// docs-snippet-begin: resume-sync-every
+quern::pipeline_options po;
+po.checkpoint_dir = "runs/a/ckpt";
+po.sync_checkpoints_every = 10;  // one file in ten waits for the disk
+quern::pipeline pipe{sys, po};
+// docs-snippet-end
+}
+
 void resume_deterministic(quern::actor_system& sys, quern::pipeline& pipe,
                           quern::queue_actor filename_queue,
                           std::vector<quern::tensor> record_defaults) {

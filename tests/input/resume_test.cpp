@@ -212,6 +212,60 @@ TEST_CASE("RS-7 checkpoint files: restore=true goes on from the newest one that 
   }
 }
 
+TEST_CASE("CK-6 a pipeline that syncs every third checkpoint keeps its newest synced "
+          "file, and a damaged newer one falls back to it",
+          "[CK-6][RS-7]") {
+  temp_dir dir;
+  setup s;
+  s.kind = shape::fifo_batch;
+  auto expected = unbroken(s);
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline_options po;
+  po.checkpoint_dir = dir.path();
+  po.restore = true;
+  po.keep_checkpoints = 1;
+  po.sync_checkpoints_every = 3;
+  values out;
+  {
+    built p{sys, s, po};
+    p.pipe.start_queue_runners();
+    auto in = p.pipe.make_consumer(p.b.queue);
+    // Steps 1 and 4 are synced; the files after each checkpoint:
+    std::vector<std::vector<int64_t>> kept{{1}, {1, 2}, {1, 3}, {4}, {4, 5}};
+    for (int64_t step = 1; step <= 5; ++step) {
+      consume(in, p.b, 1, out);
+      p.pipe.checkpoint(step);
+      p.pipe.wait_checkpoint();
+      std::vector<std::string> want;
+      for (auto k : kept[static_cast<size_t>(step - 1)])
+        want.push_back(checkpoint_path(dir.path(), k));
+      INFO("after the checkpoint at step " << step);
+      CHECK(list_checkpoints(dir.path()) == want);
+    }
+    po.sync_checkpoints_every = 0;
+    built refused{sys, s, po};
+    CHECK_THROWS_AS(refused.pipe.checkpoint(1), invalid_argument_error);
+  }
+  // The machine crashed before step 5's file reached the disk: it is
+  // damaged, and the restore goes on from step 4, the synced one.
+  {
+    std::fstream f{checkpoint_path(dir.path(), 5),
+                   std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  built p{sys, s, po};
+  p.pipe.start_queue_runners();
+  CHECK(p.pipe.restored_step() == 4);
+  auto in = p.pipe.make_consumer(p.b.queue);
+  values rest;
+  consume(in, p.b, std::nullopt, rest);
+  values first_four(expected.begin(), expected.begin() + 16);
+  first_four.insert(first_four.end(), rest.begin(), rest.end());
+  CHECK(first_four == expected);
+}
+
 TEST_CASE("RS-7 a process killed with SIGKILL after its checkpoint is resumed exactly",
           "[RS-7]") {
   for (auto [kind, before, after] :

@@ -205,6 +205,38 @@ TEST_CASE("CK-3 the last keep_last checkpoints stay, never the one just written 
   CHECK(list_checkpoints(tmp.path()).front() == tmp / "ckpt-62.quern");
 }
 
+TEST_CASE("CK-6 a file written without sync reads whole, and keep_also stays beside the "
+          "keep_last newest",
+          "[CK-6]") {
+  test::temp_dir tmp;
+  checkpoint_write_options synced;
+  synced.keep_last = 2;
+  auto first = write_checkpoint(tmp.path(), sample(1), synced);
+  checkpoint_write_options unsynced = synced;
+  unsynced.sync = false;
+  unsynced.keep_also = first;
+  for (int64_t step = 2; step <= 5; ++step)
+    write_checkpoint(tmp.path(), sample(step), unsynced);
+  // The two newest, and the synced one they do not replace.
+  CHECK(list_checkpoints(tmp.path()) == std::vector<std::string>{tmp / "ckpt-1.quern",
+                                                                 tmp / "ckpt-4.quern",
+                                                                 tmp / "ckpt-5.quern"});
+  CHECK(read_checkpoint(tmp / "ckpt-5.quern") == sample(5));
+  CHECK(read_checkpoint(tmp / "ckpt-1.quern") == sample(1));
+  // A synced write keeps no other: the oldest beyond keep_last go.
+  write_checkpoint(tmp.path(), sample(6), synced);
+  CHECK(list_checkpoints(tmp.path()) ==
+        std::vector<std::string>{tmp / "ckpt-5.quern", tmp / "ckpt-6.quern"});
+  // keep_also naming a file that is gone changes nothing.
+  unsynced.keep_also = tmp / "ckpt-1.quern";
+  write_checkpoint(tmp.path(), sample(7), unsynced);
+  CHECK(list_checkpoints(tmp.path()) ==
+        std::vector<std::string>{tmp / "ckpt-6.quern", tmp / "ckpt-7.quern"});
+  checkpoint_write_options bad;
+  bad.keep_last = 0;
+  CHECK_THROWS_AS(write_checkpoint(tmp.path(), sample(8), bad), invalid_argument_error);
+}
+
 TEST_CASE("CK-3 only checkpoint names are listed, by step", "[CK-3]") {
   test::temp_dir tmp;
   CHECK(list_checkpoints(tmp / "absent").empty());
