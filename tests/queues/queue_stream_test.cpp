@@ -1,7 +1,12 @@
 // The streaming clients (docs/queues.md): queue_writer and queue_reader.
 // Nothing handed to a client is ever lost or reordered.
 
+#include <future>
+#include <memory>
 #include <thread>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 #include "probe.hpp"
 
@@ -18,6 +23,47 @@ ivec iota(int64_t from, int64_t to) {
     v.push_back(i);
   return v;
 }
+
+/// One scheduler thread: while an actor holds it, no other actor of the
+/// system (a queue, a writer's pump) reads its mailbox, as with a queue
+/// that does not answer in time (a busy or a frozen process).
+struct one_thread_config : quern::config {
+  one_thread_config() { set("scheduler.max-threads", 1); }
+};
+
+/// Holds the only scheduler thread of a one_thread_config system from its
+/// construction until release() or its destruction.
+class scheduler_hold {
+public:
+  explicit scheduler_hold(caf::actor_system& sys) {
+    auto entered = std::make_shared<std::promise<void>>();
+    auto inside = entered->get_future();
+    auto released = released_.get_future().share();
+    auto holder = sys.spawn([entered, released](caf::event_based_actor* self) {
+      return caf::behavior{[=](int) {
+        entered->set_value();
+        released.wait();
+        self->quit();
+      }};
+    });
+    caf::anon_send(holder, 0);
+    // Bounded: the thread is free until now.
+    REQUIRE(inside.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  }
+  ~scheduler_hold() { release(); }
+  scheduler_hold(const scheduler_hold&) = delete;
+  scheduler_hold& operator=(const scheduler_hold&) = delete;
+
+  void release() {
+    if (!done_)
+      released_.set_value();
+    done_ = true;
+  }
+
+private:
+  std::promise<void> released_;
+  bool done_ = false;
+};
 
 } // namespace
 
@@ -414,4 +460,40 @@ TEST_CASE_METHOD(system_fixture,
   b.close(true);
   CHECK(w.settle(std::chrono::seconds(30)));
   CHECK_THROWS_AS(w.flush(), cancelled_error);
+}
+
+TEST_CASE("stream: settle returns false once its limit passed while the queue does not "
+          "answer, and every row reaches the queue once it does",
+          "[stream][RS-14][RS-15]") {
+  one_thread_config cfg;
+  caf::actor_system sys{cfg};
+  auto q = int_fifo(sys, -1);
+  blocking_queue b{sys, q};
+  queue_writer w{sys, q, 64};
+  w.push_batch(i64s(iota(0, 8)));
+  REQUIRE(w.settle(std::chrono::seconds(30))); // the queue reads: true
+  {
+    scheduler_hold hold{sys};
+    // The queue reads nothing now: two pushes go out unanswered, the rest
+    // waits in the writer, and no barrier comes back.
+    w.push_batch(i64s(iota(8, 16)));
+    w.push_batch(i64s(iota(16, 24)));
+    for (int64_t i = 24; i < 28; ++i)
+      w.push(i64(i));
+    CHECK_FALSE(w.settle(std::chrono::milliseconds(50)));
+    // Nothing was answered, and the writer goes on taking rows.
+    CHECK(w.stored() == 8);
+    w.push_batch(i64s(iota(28, 36)));
+    hold.release();
+  }
+  // The queue reads again: every row the writer was given is stored, in
+  // order, once; none refused or lost.
+  CHECK(w.settle(std::chrono::seconds(30)));
+  w.flush();
+  CHECK(w.stored() == 36);
+  CHECK(w.refused() == 0);
+  CHECK(w.unconfirmed() == 0);
+  REQUIRE(b.size() == 36);
+  CHECK(values_of(b.dequeue_many(36)) == iota(0, 36));
+  CHECK(b.size() == 0);
 }
