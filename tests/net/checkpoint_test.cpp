@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -13,6 +14,7 @@
 
 #include <quern/blocking_queue.hpp>
 #include <quern/coordinator.hpp>
+#include <quern/input/batching.hpp>
 #include <quern/pipeline.hpp>
 #include <quern/queue.hpp>
 #include <quern/queue_runner.hpp>
@@ -273,6 +275,91 @@ TEST_CASE("distributed RS-14 a member whose op streams through its own queue_wri
     quern::coordinator{sys, node.coordinator()}.request_stop();
   }
   require_exit(*feeder, 0);
+  host.proc->close_stdin();
+  require_exit(*host.proc, 0);
+}
+
+TEST_CASE("distributed RS-14 RS-15 a checkpoint whose worker's streamed rows do not "
+          "reach a frozen queue within the pause limit fails naming the worker, saves "
+          "nothing, and every row reaches the queue once") {
+  scratch_dir dir;
+  auto ckpt = dir.file("ckpt");
+  // The queue: the host's 'rows', in a process that SIGSTOP freezes. The
+  // freeze stays far below the connection timeout (5 s), so the host is not
+  // lost: it only does not answer.
+  auto host = start_host(dir, {"--node.capacity=1000000"});
+  {
+    test_peer peer{host.address};
+    auto coord = quern::spawn_coordinator(peer.sys);
+    // Member "writer" of this process: a direct_batch_op streaming 0, 1, 2,
+    // ... in batches of 8 into 'rows' through its own queue_writer, until
+    // `end`.
+    auto next = std::make_shared<std::atomic<int64_t>>(0);
+    auto end =
+        std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
+    auto op = quern::direct_batch_op(
+        peer.sys, peer.node.queue("rows"),
+        [next, end] {
+          std::this_thread::sleep_for(1ms);
+          if (next->load() >= end->load())
+            throw quern::out_of_range_error("the feed ended");
+          std::vector<int64_t> values(8);
+          for (auto& v : values)
+            v = (*next)++;
+          return quern::element{quern::tensor::vector<int64_t>(std::move(values))};
+        },
+        {}, 64, "feed");
+    quern::pipeline member{peer.sys};
+    quern::queue_runner_options ro;
+    ro.name = "frozen-feeder";
+    ro.close_op = std::nullopt;
+    quern::queue_runner runner{peer.node.queue("rows"), {op}, ro};
+    member.add_queue_runner(runner);
+    member.checkpoint_as_member(coord, "writer");
+    member.start_queue_runners(coord);
+    quern::pipeline_options po;
+    po.checkpoint_dir = ckpt;
+    po.write_checkpoints_in_background = false;
+    po.checkpoint_pause_limit = 300ms;
+    quern::pipeline chief{peer.sys, po};
+    chief.checkpoint_members_of(coord);
+    chief.await_checkpoint_members({"writer"}, run_limit);
+    quern::blocking_queue rows{peer.sys, peer.node.queue("rows")};
+    REQUIRE(eventually(run_limit, [&] { return rows.size() >= 64; }));
+    // While the queue answers, the same checkpoint is taken.
+    CHECK(chief.snapshot(1).members.count("writer") == 1);
+
+    // Frozen, the queue sends the writer's barrier back only once it runs
+    // again: the worker does not say it paused.
+    host.proc->signal(SIGSTOP);
+    std::string why = "not refused";
+    try {
+      chief.checkpoint(2);
+    } catch (const quern::deadline_exceeded_error& e) {
+      why = e.what();
+    }
+    host.proc->signal(SIGCONT);
+    CHECK_THAT(why, Catch::Contains("checkpoint at step 2 not taken"));
+    CHECK_THAT(why,
+               Catch::Contains("of checkpoint member 'writer' did not pause within"));
+    CHECK_THAT(why, Catch::Contains("frozen-feeder"));
+    CHECK_THAT(why, Catch::Contains("nothing was saved"));
+    CHECK((!std::filesystem::exists(ckpt) || std::filesystem::is_empty(ckpt)));
+
+    // The pipeline runs on: more rows arrive, and the next checkpoint is taken.
+    auto at = rows.size();
+    REQUIRE(eventually(run_limit, [&] { return rows.size() > at; }));
+    auto path = chief.checkpoint(3);
+    CHECK(std::filesystem::exists(path));
+    // The feed ends (its writer flushed) a few batches later: 'rows' holds
+    // every value it made, in order, once.
+    *end = next->load() + 80;
+    REQUIRE(eventually(run_limit, [&] { return !runner.running(); }));
+    auto made = next->load();
+    REQUIRE(rows.size() == made);
+    CHECK(values_of({rows.dequeue_many(static_cast<int32_t>(made))}) == iota_to(made));
+    CHECK(rows.size() == 0);
+  }
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }

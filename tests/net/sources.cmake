@@ -11,7 +11,8 @@ set(quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/distributed_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tls_test.cpp ${CMAKE_CURRENT_LIST_DIR}/remote_writer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/producer_test.cpp ${CMAKE_CURRENT_LIST_DIR}/door_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp)
-set(quern_distributed_libs quern::net quern::logging)
+# quern::input: direct_batch_op streaming into a queue of another process.
+set(quern_distributed_libs quern::net quern::logging quern::input)
 if(TARGET quern-node)
   list(APPEND quern_distributed_sources ${CMAKE_CURRENT_LIST_DIR}/quern_node_test.cpp)
   list(APPEND quern_distributed_libs quern_node_flags)
