@@ -63,6 +63,49 @@ std::vector<int64_t> iota_to(int64_t n) {
   return out;
 }
 
+// The two processes of a member checkpoint: the host, whose 'rows' is
+// member "host", and the feeder, member "feeder", which stores 0, 1, 2, ...
+// into it (node.cpp's member-feed).
+struct member_processes {
+  host_process host;
+  std::unique_ptr<child> feeder;
+
+  // Once the feeder's runner was asked to stop: both processes end well.
+  void require_clean_exit() {
+    require_exit(*feeder, 0);
+    host.proc->close_stdin();
+    require_exit(*host.proc, 0);
+  }
+};
+
+// Starts them; `host_args` and `feeder_args` add to their roles
+// (--node.capacity, --node.pace-ms, --node.out, a restore).
+member_processes start_members(const scratch_dir& dir, std::vector<std::string> host_args,
+                               std::vector<std::string> feeder_args) {
+  host_args.insert(host_args.begin(), "--node.member=host");
+  feeder_args.insert(feeder_args.begin(), "--node.role=member-feed");
+  member_processes m;
+  m.host = start_host(dir, host_args);
+  m.feeder = start_client(dir, "feeder", m.host.address, feeder_args);
+  return m;
+}
+
+// This test process as the chief of those members: connected to the host,
+// its pipeline checkpointing with the members of the host's coordinator,
+// once "host" and "feeder" both registered.
+struct member_chief {
+  explicit member_chief(const std::string& address, quern::pipeline_options po = {})
+      : peer(address), chief(peer.sys, po) {
+    chief.checkpoint_members_of(peer.node.coordinator());
+    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+  }
+  quern::actor_system& sys() { return peer.sys; }
+  quern::remote_node& node() { return peer.node; }
+
+  test_peer peer;
+  quern::pipeline chief;
+};
+
 } // namespace
 
 TEST_CASE("distributed RS-10 a queue of another process is snapshotted and restored "
@@ -162,28 +205,22 @@ TEST_CASE(
   // The host's 'rows' is member "host"; the feeder process stores 0, 1, 2,
   // ... into it, its next value member "feeder"'s part.
   auto start = [&](std::vector<std::string> restore) {
-    std::vector<std::string> host_args{"--node.capacity=1000000", "--node.member=host"};
+    std::vector<std::string> host_args{"--node.capacity=1000000"};
     host_args.insert(host_args.end(), restore.begin(), restore.end());
-    auto host = start_host(dir, host_args);
-    std::vector<std::string> feeder_args{"--node.role=member-feed", "--node.pace-ms=2",
-                                         "--node.out=" + feeder_out};
+    std::vector<std::string> feeder_args{"--node.pace-ms=2", "--node.out=" + feeder_out};
     feeder_args.insert(feeder_args.end(), restore.begin(), restore.end());
-    auto feeder = start_client(dir, "feeder", host.address, feeder_args);
-    return std::make_pair(std::move(host), std::move(feeder));
+    return start_members(dir, host_args, feeder_args);
   };
   int64_t saved = 0;
   {
     auto [host, feeder] = start({});
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
     quern::pipeline_options po;
     po.checkpoint_dir = ckpt;
     po.write_checkpoints_in_background = false;
-    quern::pipeline chief{sys, po};
-    chief.checkpoint_members_of(node.coordinator());
-    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
-    quern::blocking_queue rows{sys, node.queue("rows")};
+    member_chief c{host.address, po};
+    auto& chief = c.chief;
+    auto& node = c.node();
+    quern::blocking_queue rows{c.sys(), node.queue("rows")};
     REQUIRE(eventually(run_limit, [&] { return rows.size() >= 20; }));
     // Each snapshot is one moment of both processes: the host holds every
     // value the feeder stored before it, and no other.
@@ -204,7 +241,7 @@ TEST_CASE(
     CHECK(saved >= before);
 
     // A member's name is its own: taken, or with '/', it is refused.
-    quern::pipeline other{sys};
+    quern::pipeline other{c.sys()};
     CHECK_THROWS_WITH(other.checkpoint_as_member(node.coordinator(), "feeder"),
                       Catch::Contains("a checkpoint member named 'feeder' is already "
                                       "registered"));
@@ -221,47 +258,34 @@ TEST_CASE(
   // 0, 1, 2, ... without a gap or a value twice.
   std::filesystem::remove(feeder_out);
   std::filesystem::remove(dir.file("host.port"));
-  auto [host, feeder] = start({"--node.checkpoint-dir=" + ckpt});
+  auto again = start({"--node.checkpoint-dir=" + ckpt});
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::pipeline chief{sys};
-    chief.checkpoint_members_of(node.coordinator());
-    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+    member_chief c{again.host.address};
     REQUIRE(
         eventually(run_limit, [&] { return contains(read_file(feeder_out), "ready"); }));
     CHECK(contains(read_file(feeder_out), "ready from " + std::to_string(saved)));
-    quern::blocking_queue rows{sys, node.queue("rows")};
+    quern::blocking_queue rows{c.sys(), c.node().queue("rows")};
     REQUIRE(eventually(run_limit, [&] { return rows.size() >= saved + 20; }));
-    auto v = view_of(chief.snapshot(11));
+    auto v = view_of(c.chief.snapshot(11));
     CHECK(v.next >= saved + 20);
     CHECK(v.rows == iota_to(v.next));
-    quern::coordinator{sys, node.coordinator()}.request_stop();
+    c.peer.coordinator().request_stop();
   }
-  require_exit(*feeder, 0);
-  host.proc->close_stdin();
-  require_exit(*host.proc, 0);
+  again.require_clean_exit();
 }
 
 TEST_CASE("distributed RS-14 a member whose op streams through its own queue_writer "
           "is checkpointed exactly") {
   scratch_dir dir;
-  auto host = start_host(dir, {"--node.capacity=1000000", "--node.member=host"});
   // direct_batch_op: batches of 8 values, up to 64 rows sent and not yet
   // answered, more waiting in the writer.
-  auto feeder =
-      start_client(dir, "feeder", host.address,
-                   {"--node.role=member-feed", "--node.api=writer", "--node.pace-ms=1",
-                    "--node.out=" + dir.file("feeder.out")});
+  auto members = start_members(
+      dir, {"--node.capacity=1000000"},
+      {"--node.api=writer", "--node.pace-ms=1", "--node.out=" + dir.file("feeder.out")});
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::pipeline chief{sys};
-    chief.checkpoint_members_of(node.coordinator());
-    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
-    quern::blocking_queue rows{sys, node.queue("rows")};
+    member_chief c{members.host.address};
+    auto& chief = c.chief;
+    quern::blocking_queue rows{c.sys(), c.node().queue("rows")};
     // Each snapshot holds in the host every value the feeder made before
     // it, none on the wire or left in the writer.
     int64_t before = 0;
@@ -272,11 +296,9 @@ TEST_CASE("distributed RS-14 a member whose op streams through its own queue_wri
       CHECK(v.rows == iota_to(v.next));
       before = v.next;
     }
-    quern::coordinator{sys, node.coordinator()}.request_stop();
+    c.peer.coordinator().request_stop();
   }
-  require_exit(*feeder, 0);
-  host.proc->close_stdin();
-  require_exit(*host.proc, 0);
+  members.require_clean_exit();
 }
 
 TEST_CASE("distributed RS-14 RS-15 a checkpoint whose worker's streamed rows do not "
@@ -429,21 +451,15 @@ TEST_CASE("distributed RS-12 a member that does not pause, or runs again before 
 TEST_CASE("distributed RS-12 a member whose push waits for room at another process's "
           "queue pauses: its rows are the queue's waiting rows") {
   scratch_dir dir;
-  auto host = start_host(dir, {"--node.capacity=4", "--node.member=host"});
-  auto feeder = start_client(
-      dir, "feeder", host.address,
-      {"--node.role=member-feed", "--node.pace-ms=1", "--node.out=" + dir.file("out")});
+  auto members = start_members(dir, {"--node.capacity=4"},
+                               {"--node.pace-ms=1", "--node.out=" + dir.file("out")});
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
     quern::pipeline_options po;
     po.checkpoint_pause_limit = 5s;
-    quern::pipeline chief{sys, po};
-    chief.checkpoint_members_of(node.coordinator());
-    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
+    member_chief c{members.host.address, po};
+    auto& chief = c.chief;
     // 'rows' is full and the feeder's next push waits at it (RS-10 shows it).
-    quern::blocking_queue rows{sys, node.queue("rows")};
+    quern::blocking_queue rows{c.sys(), c.node().queue("rows")};
     REQUIRE(eventually(run_limit, [&] { return rows.snapshot().waiting_rows() >= 1; }));
     // The feeder pauses once its pushes reached the queue: those that wait
     // for room are in the queue's section as its waiting rows, and the
@@ -463,30 +479,23 @@ TEST_CASE("distributed RS-12 a member whose push waits for room at another proce
     // Everything runs on, in order.
     for (int64_t i = 0; i < 10; ++i)
       CHECK(rows.dequeue()[0].values<int64_t>()[0] == i);
-    quern::coordinator{sys, node.coordinator()}.request_stop();
+    c.peer.coordinator().request_stop();
   }
-  require_exit(*feeder, 0);
-  host.proc->close_stdin();
-  require_exit(*host.proc, 0);
+  members.require_clean_exit();
 }
 
 TEST_CASE("distributed TL-10 a checkpoint member's stage in another process is in the "
           "chief's telemetry with its queue named by its owner and a killed member is "
           "named") {
   scratch_dir dir;
-  auto host = start_host(dir, {"--node.capacity=64", "--node.member=host"});
   // The member "feeder" stores a row every 20 ms: the slow stage.
-  auto feeder = start_client(
-      dir, "feeder", host.address,
-      {"--node.role=member-feed", "--node.pace-ms=20", "--node.out=" + dir.file("out")});
+  auto [host, feeder] =
+      start_members(dir, {"--node.capacity=64"},
+                    {"--node.pace-ms=20", "--node.out=" + dir.file("out")});
   {
-    quern::remote_config cfg;
-    quern::actor_system sys{cfg};
-    auto node = quern::connect(sys, host.address);
-    quern::pipeline chief{sys};
-    chief.checkpoint_members_of(node.coordinator());
-    chief.await_checkpoint_members({"host", "feeder"}, run_limit);
-    auto in = chief.make_consumer(node.queue("rows"));
+    member_chief c{host.address};
+    auto& chief = c.chief;
+    auto in = chief.make_consumer(c.node().queue("rows"));
     for (int i = 0; i < 5; ++i)
       in.dequeue();
     chief.telemetry();
