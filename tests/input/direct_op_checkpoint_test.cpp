@@ -1,11 +1,14 @@
 // direct_batch_op in a checkpointed pipeline (docs/resume.md; docs/semantics.md
 // RS-14): the rows its own queue_writer streamed are in the snapshot, none
 // left in the writer, though its queue is full and nobody dequeues while the
-// pipeline is paused.
+// pipeline is paused. A before_pause function that says its rows did not
+// reach their queue in time fails the snapshot instead (RS-15).
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -91,6 +94,59 @@ TEST_CASE("RS-14 direct_batch_op: what its writer streamed is in the snapshot, i
     CHECK(held == range(taken, made));
     taken += static_cast<int64_t>(values_of({in.dequeue_many(4)}).size());
   }
+  pipe.stop();
+  in.close(true);
+}
+
+TEST_CASE("RS-14 RS-15 a before_pause function that returns false fails the snapshot "
+          "naming its worker, and the pipeline runs on",
+          "[RS-14][RS-15]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto rows = spawn_fifo_queue(sys, -1, {dtype::int64}, {{}}, "rows");
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  // What a queue_writer::settle says when its queue did not answer in
+  // time (queue_stream_test.cpp shows it): false while `late`.
+  auto late = std::make_shared<std::atomic<bool>>(true);
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  auto op = blocking_op([next, late, asked](blocking_run& run) {
+    if (run.index() == 0)
+      run.before_pause([late, asked] {
+        ++*asked;
+        return !late->load();
+      });
+    std::this_thread::sleep_for(1ms); // a pace, no more rows than needed
+    run.emit(element{tensor::scalar(next->load())});
+    ++*next;
+  });
+  pipeline pipe{sys};
+  queue_runner_options qo;
+  qo.name = "unsettled";
+  qo.close_op = std::nullopt;
+  pipe.add_queue_runner(queue_runner{rows, {op}, qo});
+  pipe.start_queue_runners();
+  blocking_queue in{sys, rows};
+  CHECK(in.dequeue()[0].scalar_value<int64_t>() == 0);
+  std::string why = "not refused";
+  try {
+    pipe.snapshot(1);
+  } catch (const deadline_exceeded_error& e) {
+    why = e.what();
+  }
+  CHECK(*asked == 1);
+  CHECK_THAT(why, Catch::Contains("checkpoint at step 1 not taken"));
+  CHECK_THAT(why, Catch::Contains("'unsettled"));
+  CHECK_THAT(why, Catch::Contains("did not pause within"));
+  CHECK_THAT(why, Catch::Contains("nothing was saved and the pipeline runs on"));
+  // It runs on: the next rows come, in order, and once its rows are
+  // settled the next snapshot is taken with every row made and not taken.
+  CHECK(in.dequeue()[0].scalar_value<int64_t>() == 1);
+  *late = false;
+  auto s = pipe.snapshot(2);
+  CHECK(*asked == 2);
+  auto held = values_of(s.queues.at("rows").stored);
+  REQUIRE_FALSE(held.empty());
+  CHECK(held == range(2, held.back() + 1));
   pipe.stop();
   in.close(true);
 }
