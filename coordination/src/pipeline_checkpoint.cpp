@@ -254,7 +254,8 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     if (!late.empty())
       why = "worker(s) " + joined(late) + " did not pause within " + seconds(limit) +
             " (a blocking op waits inside its run for something that does not come, "
-            "e.g. a dequeue from an empty queue)";
+            "e.g. a dequeue from an empty queue, or the rows it streamed did not "
+            "reach their queue; docs/resume.md)";
     for (auto& f : failed)
       why += (why.empty() ? "" : "; ") + f;
     throw deadline_exceeded_error("checkpoint at step " + std::to_string(step) +
