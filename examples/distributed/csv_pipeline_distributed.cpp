@@ -44,9 +44,11 @@
 // pipeline/graph with every process's stages (docs/input.md, "Stages of other
 // processes").
 //
-// With --hand-over (--role=all) a reader process that is lost leaves its
-// unfinished files to the readers left, which go on from the rows the
-// host's queue holds (hand_over.hpp); without it, a lost reader ends the job.
+// With --hand-over (given to the host and every reader; --role=all passes it
+// on) a reader that is lost (its process ended, or the host has not heard it
+// for --lost-after seconds) leaves its unfinished files to the readers left,
+// which go on from the rows the host's queue holds (hand_over.hpp); without
+// it, a lost reader ends the job.
 //
 // A process that loses another (its connection drops, or the peer is
 // silent for 5 s) ends with status 14, TensorFlow's code for Unavailable;
@@ -119,6 +121,7 @@ struct settings {
   int64_t stop_after = 0;
   bool restore = false;
   bool hand_over = false;       // a lost reader's units go on with the others
+  double lost_after = 10;       // --hand-over: seconds a silent reader is lost after
   double telemetry_every = 1.0; // trainer: seconds between telemetry readings
   /// Every process takes part in the trainer's checkpoints.
   bool checkpointing() const { return checkpoint_every > 0 || restore; }
@@ -148,6 +151,10 @@ int reader_number(const std::string& member) {
 // in progress go on here; docs/resume.md, "Across processes").
 int taken_over_by(int old_reader, int readers) {
   return old_reader > readers ? (old_reader - 1) % readers + 1 : old_reader;
+}
+
+std::chrono::milliseconds lost_after_of(const settings& s) {
+  return std::chrono::milliseconds{static_cast<int64_t>(s.lost_after * 1000)};
 }
 
 pipeline_options checkpoint_options(const settings& s) {
@@ -297,7 +304,8 @@ int reader(actor_system& sys, const settings& s) {
     // trainer's coordinator, whose job goes on when this process is lost.
     int64_t batches = 0;
     auto sent = examples::read_units(
-        sys, s.host, s.id, s.batch_size, record_defaults, [&](int64_t total) {
+        sys, s.host, s.id, s.batch_size, record_defaults, lost_after_of(s),
+        [&](int64_t total) {
           writer->scalar(name + "/examples_read", static_cast<double>(total), batches++);
         });
     writer->flush();
@@ -427,13 +435,15 @@ std::unique_ptr<host_node> start_host(actor_system& sys, const settings& s) {
     h->finished =
         spawn_fifo_queue(sys, s.files * s.readers + 1, {dtype::string}, {{}}, "finished");
     served.emplace("finished", h->finished);
+    auto alive = spawn_fifo_queue(sys, 4 * s.readers + 16, {dtype::int32}, {{}}, "alive");
+    served.emplace("alive", alive);
     h->dispatcher = std::make_unique<examples::unit_dispatcher>(
-        sys, filenames, h->examples, h->finished, h->work);
+        sys, filenames, h->examples, h->finished, alive, h->work, lost_after_of(s));
   }
   h->srv = serve_on(sys, s.listen, {{}, 0, false, served});
   std::cout << "host: serving 'filenames', 'examples' and 'done'"
-            << (s.hand_over ? ", 'finished' and each reader's 'work-<id>'" : "") << " on "
-            << h->srv->address() << std::endl;
+            << (s.hand_over ? ", 'finished', 'alive' and each reader's 'work-<id>'" : "")
+            << " on " << h->srv->address() << std::endl;
   // The filename producer stops by itself after --epochs; no coordinator
   // (none of the others' errors concern it). With checkpoints it starts once
   // the host joined the trainer's checkpoints (join_trainer).
@@ -492,6 +502,8 @@ void await_tokens(actor_system& sys, host_node& h, int readers) {
   }
 }
 
+int check_stored_once(actor_system& sys, host_node& h, const settings& s);
+
 int host(actor_system& sys, const settings& s) {
   auto h = start_host(sys, s);
   if (!s.trainer.empty())
@@ -500,8 +512,17 @@ int host(actor_system& sys, const settings& s) {
     h->pipe.start_queue_runners();
   std::cout << "host: waiting for " << s.readers << " readers and the trainer (Ctrl-C "
             << "ends it)" << std::endl;
-  await_tokens(sys, *h, s.readers);
-  return 0;
+  if (!h->dispatcher) {
+    await_tokens(sys, *h, s.readers);
+    return 0;
+  }
+  // The last reader lost ends the wait (await_tokens then throws).
+  h->dispatcher->on_no_reader_left([&sys, done = h->done] {
+    blocking_queue{sys, done}.close(true);
+  });
+  h->dispatcher->start(); // it closes 'examples' once every unit is read
+  await_tokens(sys, *h, 0);
+  return check_stored_once(sys, *h, s);
 }
 
 // --hand-over: 'examples' stored each row made once, whichever readers were
@@ -571,7 +592,8 @@ int all(actor_system& sys, settings s) {
   args.insert(args.end(), {"--role=trainer", "--address-file=" + address_file,
                            "--expect=" + std::to_string(s.files * s.rows * s.epochs),
                            "--telemetry-every=" + std::to_string(s.telemetry_every)});
-  std::map<pid_t, std::string> children;
+  std::map<pid_t, std::string> children; // under children_mtx once readers run
+  std::mutex children_mtx;
   children[start_process(args)] = "trainer";
   auto trainer_address = await_address(address_file, children.begin()->first, "trainer");
   join_trainer(sys, *h, trainer_address);
@@ -580,13 +602,23 @@ int all(actor_system& sys, settings s) {
     args.insert(args.end(), {"--role=reader", "--trainer=" + trainer_address,
                              "--id=" + std::to_string(r)});
     if (s.hand_over)
-      args.push_back("--hand-over");
+      args.insert(args.end(),
+                  {"--hand-over", "--lost-after=" + quern::cli::shown(s.lost_after)});
     auto pid = start_process(args);
     children[pid] = "reader-" + std::to_string(r);
     std::cout << "host: started reader-" << r << " (pid " << pid << ")" << std::endl;
   }
-  if (h->dispatcher)
+  if (h->dispatcher) {
+    // A reader not heard for --lost-after is lost too (frozen, or its
+    // machine cut off); the last one lost ends the job.
+    h->dispatcher->on_no_reader_left([&] {
+      std::lock_guard<std::mutex> guard{children_mtx};
+      for (auto& [pid, name] : children)
+        ::kill(pid, SIGKILL); // a frozen process does not take SIGTERM
+      blocking_queue{sys, h->done}.close(true);
+    });
     h->dispatcher->start(); // it closes 'examples' once every unit is read
+  }
   // The host's part runs beside the children; a child that fails ends the
   // others and closes 'done', which ends the wait for tokens.
   std::thread tokens{[&] {
@@ -597,13 +629,22 @@ int all(actor_system& sys, settings s) {
     }
   }};
   int status = 0;
-  while (!children.empty()) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> guard{children_mtx};
+      if (children.empty())
+        break;
+    }
     int st = 0;
     auto pid = ::waitpid(-1, &st, 0);
     if (pid < 0)
       break;
-    auto who = children[pid];
-    children.erase(pid);
+    std::string who;
+    {
+      std::lock_guard<std::mutex> guard{children_mtx};
+      who = children[pid];
+      children.erase(pid);
+    }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
       continue;
     auto code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -615,8 +656,11 @@ int all(actor_system& sys, settings s) {
     std::cerr << "host: the " << who << " process failed (status " << code
               << "); ending the others\n";
     status = 1;
-    for (auto& [other, name] : children)
-      ::kill(other, SIGTERM);
+    {
+      std::lock_guard<std::mutex> guard{children_mtx};
+      for (auto& [other, name] : children)
+        ::kill(other, SIGTERM);
+    }
     blocking_queue{sys, h->done}.close(true);
   }
   tokens.join();
@@ -672,8 +716,15 @@ int main(int argc, char** argv) {
       "trainer: stop the job after N steps (0: at the epoch limit)")(
       "restore", po::bool_switch(&s.restore),
       "every role: go on from the newest checkpoint of <logdir>/ckpt")(
+      "lost-after",
+      po::value(&s.lost_after)
+          ->default_value(s.lost_after, quern::cli::shown(s.lost_after)),
+      "--hand-over: seconds after which the host takes a reader it has not heard from "
+      "for "
+      "lost (a reader says it lives every fifth of them)")(
       "hand-over", po::bool_switch(&s.hand_over),
-      "--role=all: a reader process that is lost leaves its unfinished files to the "
+      "host and every reader (--role=all passes it on): a reader that is lost (its "
+      "process ended, or not heard for --lost-after) leaves its unfinished files to the "
       "other readers, which go on from the rows the host's queue holds (without it, a "
       "lost reader ends the job)")(
       "telemetry-every",
@@ -708,9 +759,8 @@ int main(int argc, char** argv) {
   if (s.hand_over && s.checkpointing())
     return bad("--hand-over does not combine with --checkpoint-every or --restore: a "
                "checkpoint pauses every reader, and a lost one would fail it");
-  if (s.hand_over && s.role != "all" && s.role != "reader")
-    return bad("--hand-over needs --role=all: the host learns that a reader is lost "
-               "when the reader's process, which it started, ends");
+  if (!(s.lost_after > 0))
+    return bad("--lost-after must be positive");
   if (s.role != "all" && s.role != "host" && s.role != "trainer" && s.role != "reader")
     return bad("unknown --role '" + s.role + "' (all, host, trainer or reader)");
   remote_config cfg; // CAF's middleman with quern's settings

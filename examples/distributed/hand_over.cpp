@@ -1,5 +1,6 @@
 #include "hand_over.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -17,13 +18,55 @@ std::string string_of(const element& e) {
   return e[0].values<std::string>()[0];
 }
 
+/// Leaves the reader's id in the host's 'alive' every `every` while it
+/// lives, so that the host can tell a reader that is lost from one that is
+/// busy. Ends when the queue is closed or its host lost.
+class heartbeat {
+public:
+  heartbeat(caf::actor_system& sys, queue_actor alive, int id,
+            std::chrono::milliseconds every)
+      : thread_([this, &sys, alive, id, every] {
+          blocking_queue q{sys, alive};
+          std::unique_lock<std::mutex> lock{mtx_};
+          while (!stop_) {
+            lock.unlock();
+            try {
+              q.enqueue(element{tensor::scalar(static_cast<int32_t>(id))}, every);
+            } catch (const deadline_exceeded_error&) {
+            } catch (const op_error&) {
+              return;
+            }
+            lock.lock();
+            cv_.wait_for(lock, every, [this] { return stop_; });
+          }
+        }) {}
+  ~heartbeat() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  heartbeat(const heartbeat&) = delete;
+  heartbeat& operator=(const heartbeat&) = delete;
+
+private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_; // last: it starts once the others are made
+};
+
 } // namespace
 
 unit_dispatcher::unit_dispatcher(caf::actor_system& sys, queue_actor filenames,
                                  queue_actor examples, queue_actor finished,
-                                 std::vector<queue_actor> work)
+                                 queue_actor alive, std::vector<queue_actor> work,
+                                 std::chrono::milliseconds lost_after)
     : sys_(sys), filenames_(std::move(filenames)), examples_(std::move(examples)),
-      finished_(std::move(finished)), work_(std::move(work)) {}
+      finished_(std::move(finished)), alive_(std::move(alive)), work_(std::move(work)),
+      lost_after_(lost_after) {}
 
 unit_dispatcher::~unit_dispatcher() {
   {
@@ -41,6 +84,7 @@ unit_dispatcher::~unit_dispatcher() {
   for (auto& q : work_)
     close(q);
   close(finished_);
+  close(alive_);
   close(filenames_);
   for (auto& t : threads_)
     t.join();
@@ -50,6 +94,7 @@ void unit_dispatcher::start() {
   for (size_t k = 1; k <= work_.size(); ++k)
     threads_.emplace_back([this, k] { hand_out(static_cast<int>(k)); });
   threads_.emplace_back([this] { take_finished(); });
+  threads_.emplace_back([this] { watch(); });
 }
 
 std::optional<std::string> unit_dispatcher::next_unit(int id) {
@@ -57,6 +102,14 @@ std::optional<std::string> unit_dispatcher::next_unit(int id) {
   for (;;) {
     if (lost_.count(id) || closed_)
       return std::nullopt;
+    // One unit at a time, once the reader was heard: a reader that never
+    // starts holds none, and a fast one takes the next as it needs it.
+    bool holds_one = std::any_of(open_.begin(), open_.end(),
+                                 [id](const auto& kv) { return kv.second == id; });
+    if (!heard_.count(id) || holds_one) {
+      cv_.wait(lock);
+      continue;
+    }
     if (!to_continue_.empty()) {
       auto unit = std::move(to_continue_.front());
       to_continue_.pop_front();
@@ -134,8 +187,42 @@ void unit_dispatcher::take_finished() {
       open_.erase(unit);
       done = all_finished();
     }
+    cv_.notify_all(); // its reader takes the next unit
     if (done)
       close_when_finished();
+  }
+}
+
+void unit_dispatcher::watch() {
+  blocking_queue alive{sys_, alive_};
+  for (;;) {
+    try {
+      auto id = static_cast<int>(alive.dequeue(lost_after_ / 4)[0].values<int32_t>()[0]);
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (id >= 1 && id <= static_cast<int>(work_.size()) && !lost_.count(id)) {
+        heard_[id] = std::chrono::steady_clock::now();
+        cv_.notify_all();
+      }
+    } catch (const deadline_exceeded_error&) {
+    } catch (const op_error&) {
+      return; // closed: the job ends
+    }
+    std::vector<int> silent;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (closed_)
+        continue; // every unit is read: a reader that ends is not lost
+      auto now = std::chrono::steady_clock::now();
+      for (auto& [id, last] : heard_)
+        if (!lost_.count(id) && now - last > lost_after_)
+          silent.push_back(id);
+    }
+    for (auto id : silent)
+      if (!lost(id, "not heard for " + std::to_string(lost_after_.count()) + " ms")) {
+        if (no_reader_left_)
+          no_reader_left_();
+        return;
+      }
   }
 }
 
@@ -167,7 +254,8 @@ bool unit_dispatcher::lost(int id, const std::string& why) {
   bool anyone_left = false;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    lost_.insert(id);
+    if (!lost_.insert(id).second)
+      return lost_.size() < work_.size() || closed_;
     for (auto i = open_.begin(); i != open_.end();) {
       if (i->second == id) {
         units.push_back(i->first);
@@ -212,9 +300,11 @@ bool unit_dispatcher::complete() const {
 
 int64_t read_units(caf::actor_system& sys, const std::string& host_address, int id,
                    int32_t batch_size, const std::vector<tensor>& record_defaults,
+                   std::chrono::milliseconds lost_after,
                    const std::function<void(int64_t)>& log) {
   auto host = connect(sys, host_address);
   auto name = "reader-" + std::to_string(id);
+  heartbeat beat{sys, host.queue("alive"), id, lost_after / 5};
   blocking_queue work{sys, host.queue("work-" + std::to_string(id))};
   blocking_queue finished{sys, host.queue("finished")};
   int64_t sent = 0;

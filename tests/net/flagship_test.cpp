@@ -265,7 +265,7 @@ TEST_CASE("distributed RS-16 flagship --hand-over: a reader process killed in th
 }
 
 TEST_CASE("distributed RS-16 flagship --hand-over: the last reader lost ends the job, "
-          "and --hand-over is refused where the host cannot see a reader end") {
+          "and a bad --lost-after or --checkpoint-every with it is refused") {
   scratch_dir dir;
   auto job = kill_reader_midway(dir,
                                 {"--hand-over", "--files=4", "--rows=20000", "--epochs=1",
@@ -278,11 +278,49 @@ TEST_CASE("distributed RS-16 flagship --hand-over: the last reader lost ends the
   CHECK(contains(job->err(),
                  "the reader-1 process failed (status 137); ending the others"));
   for (auto [extra, why] : {std::pair<std::string, std::string>{
-                                "--role=host", "--hand-over needs --role=all"},
+                                "--lost-after=0", "--lost-after must be positive"},
                             {"--checkpoint-every=5",
                              "--hand-over does not combine with --checkpoint-every"}}) {
     child refused{"refused", {flagship_binary, "--hand-over", extra}, dir};
     require_exit(refused, 2);
     CHECK(contains(refused.err(), why));
   }
+}
+
+TEST_CASE("distributed RS-16 flagship --hand-over by hand: a reader process of its own "
+          "killed is found lost once not heard for --lost-after, and the job goes on") {
+  scratch_dir dir;
+  std::vector<std::string> job{"--hand-over", "--files=4",   "--rows=20000",
+                               "--epochs=1",  "--readers=2", "--lost-after=3"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), job.begin(), job.end());
+    return args;
+  };
+  auto host = start_role(dir, "host", with({"--role=host", "--listen=127.0.0.1:0"}));
+  auto host_address = printed_address(*host);
+  auto trainer = start_role(dir, "trainer",
+                            {"--role=trainer", "--host=" + host_address,
+                             "--listen=127.0.0.1:0", "--expect=80000"});
+  auto trainer_address = printed_address(*trainer);
+  std::vector<std::unique_ptr<child>> readers;
+  for (auto id : {"1", "2"})
+    readers.push_back(
+        start_role(dir, std::string("reader-") + id,
+                   with({"--role=reader", "--host=" + host_address,
+                         "--trainer=" + trainer_address, std::string("--id=") + id})));
+  bool training = eventually(start_limit, [&] {
+    return contains(trainer->out(), "step   300") || trainer->wait(0ms).has_value();
+  });
+  INFO(trainer->report());
+  REQUIRE(training);
+  readers[1]->signal(SIGKILL);
+  require_exit(*readers[1], 128 + SIGKILL);
+  require_exit(*trainer, 0); // it trained every example made (--expect)
+  require_exit(*readers[0], 0);
+  require_exit(*host, 0);
+  INFO(host->report());
+  CHECK(contains(host->out(), "host: reader-2 lost (not heard for 3000 ms); unit "));
+  CHECK(contains(readers[0]->out(), "reader-1: goes on with "));
+  CHECK(contains(host->out(), "host: 'examples' stored 80000 rows of the 80000 made"));
+  CHECK(contains(trainer->out(), "trainer: trained 2500 steps of 32"));
 }
