@@ -59,7 +59,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
   self->state.member = std::move(name);
   auto resume = [self] {
     auto& ms = self->state;
-    resume_all(ms.runners, ms.limit);
+    pause_all(self->home_system(), ms.runners, false, ms.limit);
     ms.runners.clear();
     ms.paused = false;
   };
@@ -75,7 +75,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
         ms.limit = limit;
         ms.paused = true;
         ms.token = token;
-        auto late = pause_all(self->home_system(), ms.runners, limit);
+        auto late = pause_all(self->home_system(), ms.runners, true, limit);
         if (!late.empty()) {
           resume();
           return make_error(error_code::deadline_exceeded,

@@ -9,7 +9,6 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/send.hpp>
 
 #include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
@@ -117,11 +116,11 @@ std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
   return out;
 }
 
-/// Pauses every runner at once; returns the workers that did
+/// Pauses (or resumes) every runner at once; returns the workers that did
 /// not pause within `limit`. A runner that ended meanwhile runs no more.
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   caf::timespan limit) {
+                                   bool on, caf::timespan limit) {
   std::vector<std::string> late;
   if (runners.empty())
     return late;
@@ -129,11 +128,11 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
   // Every request goes out before the first answer is awaited: the runners
   // pause together.
   using answer = decltype(self->request(runners.front(), limit,
-                                        detail::runner_pause_atom::value, true, limit));
+                                        detail::runner_pause_atom::value, on, limit));
   std::vector<answer> answers;
   for (auto& r : runners)
     answers.push_back(self->request(r, limit + std::chrono::seconds(5),
-                                    detail::runner_pause_atom::value, true, limit));
+                                    detail::runner_pause_atom::value, on, limit));
   for (auto& a : answers)
     a.receive(
         [&](std::vector<std::string>& names) {
@@ -141,12 +140,6 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
         },
         [](caf::error&) {});
   return late;
-}
-
-void resume_all(const std::vector<detail::runner_impl_actor>& runners,
-                caf::timespan limit) {
-  for (auto& r : runners)
-    caf::anon_send(r, detail::runner_pause_atom::value, false, limit);
 }
 
 std::map<std::string, queue_state>
@@ -235,13 +228,15 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   // The members of other processes pause with this pipeline's runners:
   // their requests go out first (RS-12).
   members_pause members{sys_, coord, limit};
-  auto late = pause_all(sys_, runners, limit);
+  auto late = pause_all(sys_, runners, true, limit);
   // However this ends, the runners run again (and so do the members).
+  // Waited for: once snapshot() returns, every worker runs again.
   struct resume_at_exit {
+    caf::actor_system& sys;
     const std::vector<detail::runner_impl_actor>& runners;
     caf::timespan limit;
-    ~resume_at_exit() { resume_all(runners, limit); }
-  } resume{runners, limit};
+    ~resume_at_exit() { pause_all(sys, runners, false, limit); }
+  } resume{sys_, runners, limit};
   std::vector<std::string> failed;
   members.await_paused(failed);
   pipeline_snapshot s;

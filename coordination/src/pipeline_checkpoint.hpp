@@ -32,15 +32,11 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
 std::vector<consumer::state::part> parts_of(const consumer::state& st);
 /// The runner actors of the runners started and still running.
 std::vector<detail::runner_impl_actor> running(const consumer::state& st);
-/// Pauses every runner at once; returns the workers that did not pause
-/// within `limit`. A runner that ended meanwhile runs no more.
+/// Pauses (or resumes) every runner at once; returns the workers that did
+/// not pause within `limit`. A runner that ended meanwhile runs no more.
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   caf::timespan limit);
-/// Lets every runner run again, without waiting for their answers: a later
-/// pause (from any caller) reaches each runner after this resume.
-void resume_all(const std::vector<detail::runner_impl_actor>& runners,
-                caf::timespan limit);
+                                   bool on, caf::timespan limit);
 /// Every queue's rows and state (snapshot_atom), asked of all at once;
 /// throws the first error a queue answered.
 std::map<std::string, queue_state>
