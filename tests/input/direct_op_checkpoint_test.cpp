@@ -142,6 +142,12 @@ TEST_CASE("RS-14 RS-15 a before_pause function that returns false fails the snap
   // settled the next snapshot is taken with every row made and not taken.
   CHECK(in.dequeue()[0].scalar_value<int64_t>() == 1);
   *late = false;
+  // A row made since (the op makes one a millisecond), so that the
+  // snapshot has rows to hold whatever the machine's load.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (in.size() == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(in.size() > 0);
   auto s = pipe.snapshot(2);
   CHECK(*asked == 2);
   auto held = values_of(s.queues.at("rows").stored);
