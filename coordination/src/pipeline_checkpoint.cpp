@@ -37,15 +37,10 @@ bool across_processes(const consumer::state& st) {
 /// A queue's checkpoint name: asked of the queue once, then remembered.
 std::string name_of(caf::actor_system& sys, const consumer::state& st,
                     const queue_actor& q) {
-  {
-    std::lock_guard<std::mutex> guard{st.mtx};
-    auto i = st.checkpoint_names.find(q.address());
-    if (i != st.checkpoint_names.end())
-      return i->second;
-  }
+  if (auto known = detail::known_name(st, q))
+    return *known;
   auto name = checkpoint_name(blocking_queue{sys, q}.spec());
-  std::lock_guard<std::mutex> guard{st.mtx};
-  st.checkpoint_names.emplace(q.address(), name);
+  detail::remember_name(st, q, name);
   return name;
 }
 

@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,12 +25,10 @@ namespace quern {
 
 namespace detail {
 
-/// What telemetry() remembers of a queue between two readings: its name
-/// (from its spec, asked once) and its counters at the previous reading
-/// (TL-11: the span's figures are their deltas).
+/// What telemetry() remembers of a queue between two readings: its
+/// counters at the previous reading (TL-11: the span's figures are their
+/// deltas). Its name is the pipeline's (consumer::state::checkpoint_names).
 struct queue_mark {
-  std::string name;
-  bool named = false;
   queue_stats stats;
 };
 
@@ -69,8 +68,8 @@ struct consumer::state {
   /// checkpoint_as_member's takes_over, and the members it took over.
   std::function<bool(const std::string&)> takes_over;
   std::vector<std::string> taken_over;
-  /// Each queue's checkpoint name, from its spec, asked at its first
-  /// checkpoint (a checkpoint then asks its queues only for their rows).
+  /// Each queue's checkpoint name, from its spec, asked once by a checkpoint
+  /// or a telemetry reading (known_name, remember_name).
   mutable std::map<caf::actor_addr, std::string> checkpoint_names;
   /// checkpoint_members_of: the coordinator whose members it pauses.
   coordinator_actor members_of;
@@ -95,6 +94,22 @@ struct consumer::state {
 };
 
 namespace detail {
+
+/// A queue's checkpoint name if a checkpoint or a reading asked it before.
+inline std::optional<std::string> known_name(const consumer::state& st,
+                                             const queue_actor& q) {
+  std::lock_guard<std::mutex> guard{st.mtx};
+  auto i = st.checkpoint_names.find(q.address());
+  if (i == st.checkpoint_names.end())
+    return std::nullopt;
+  return i->second;
+}
+
+inline void remember_name(const consumer::state& st, const queue_actor& q,
+                          std::string name) {
+  std::lock_guard<std::mutex> guard{st.mtx};
+  st.checkpoint_names.emplace(q.address(), std::move(name));
+}
 
 /// One reading of a pipeline's figures over the span since `marks` (which
 /// it moves on), without the verdict (TL-1..TL-4, TL-11), and which queue

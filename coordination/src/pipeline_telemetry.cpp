@@ -34,24 +34,26 @@ struct queue_info {
   uint64_t actor = 0;
 };
 
-/// Asks the queue for its counters (one round trip; its spec only the first
-/// time, for its name) and moves its mark on. A queue that does not answer
-/// within ask_limit is named by its actor id, size 0, its mark kept.
-queue_info ask_queue(caf::actor_system& sys, const queue_actor& q,
-                     detail::queue_mark& mark) {
+/// Asks the queue for its counters (one round trip; its spec only when the
+/// pipeline does not know its name yet) and moves its mark on. A queue that
+/// does not answer within ask_limit is named by its actor id, size 0, its
+/// mark kept.
+queue_info ask_queue(caf::actor_system& sys, const consumer::state& st,
+                     const queue_actor& q, detail::queue_mark& mark) {
   caf::scoped_actor self{sys};
-  if (!mark.named) {
-    mark.name = "queue #" + std::to_string(q.id());
+  queue_info info;
+  if (auto known = detail::known_name(st, q)) {
+    info.name = *known;
+  } else {
+    info.name = "queue #" + std::to_string(q.id());
     self->request(q, ask_limit, spec_atom::value)
         .receive(
             [&](queue_spec& s) {
-              mark.name = checkpoint_name(s);
-              mark.named = true;
+              info.name = checkpoint_name(s);
+              detail::remember_name(st, q, info.name);
             },
             [](caf::error&) {});
   }
-  queue_info info;
-  info.name = mark.name;
   self->request(q, ask_limit, queue_stats_atom::value)
       .receive(
           [&](queue_stats& now) {
@@ -183,8 +185,10 @@ void judge(pipeline_telemetry& t) {
 /// actor id (asked once each per reading; their marks moved on in `next`)
 /// and their figures by name.
 struct reading {
-  reading(caf::actor_system& s, detail::telemetry_marks& m) : sys(s), marks(m) {}
+  reading(caf::actor_system& s, const consumer::state& state, detail::telemetry_marks& m)
+      : sys(s), st(state), marks(m) {}
   caf::actor_system& sys;
+  const consumer::state& st;
   detail::telemetry_marks& marks;
   std::map<caf::actor_id, detail::queue_mark> next; // the queues seen now
   int64_t span = 1;
@@ -196,7 +200,7 @@ struct reading {
     auto i = infos.find(q.id());
     if (i == infos.end()) {
       auto& mark = next[q.id()] = marks.queues[q.id()];
-      i = infos.emplace(q.id(), ask_queue(sys, q, mark)).first;
+      i = infos.emplace(q.id(), ask_queue(sys, st, q, mark)).first;
     }
     return i->second;
   }
@@ -294,7 +298,7 @@ member_telemetry read_telemetry(caf::actor_system& sys, consumer::state& st,
   }
   member_telemetry out;
   out.node = caf::to_string(sys.node());
-  reading rd{sys, marks};
+  reading rd{sys, st, marks};
   for (auto& r : runners)
     rd.info(r.queue());
   for (auto& c : consumers)
