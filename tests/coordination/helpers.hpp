@@ -24,6 +24,8 @@
 #include "quern/queue_runner.hpp"
 #include "quern/tensor.hpp"
 
+#include "eventually.hpp"
+
 namespace quern::test {
 
 inline element int_element(int64_t x) {
@@ -55,18 +57,6 @@ inline size_t await_all_down(caf::actor_system& sys,
                   caf::after(limit) >> [&] { timed_out = true; });
   }
   return n;
-}
-
-/// Polls `pred` (sleeping 1 ms between tries) up to a safety limit.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 /// An actor that ends only when it receives (stop). (Spawned with an

@@ -21,6 +21,8 @@
 #include "quern/queue_runner.hpp"
 #include "quern/state_bytes.hpp"
 
+#include "eventually.hpp"
+
 using namespace quern;
 using namespace std::chrono_literals;
 
@@ -144,10 +146,7 @@ TEST_CASE("RS-14 RS-15 a before_pause function that returns false fails the snap
   *late = false;
   // A row made since (the op makes one a millisecond), so that the
   // snapshot has rows to hold whatever the machine's load.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (in.size() == 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(in.size() > 0);
+  REQUIRE(test::eventually([&] { return in.size() > 0; }));
   auto s = pipe.snapshot(2);
   CHECK(*asked == 2);
   auto held = values_of(s.queues.at("rows").stored);
