@@ -28,6 +28,14 @@ using namespace quern::test;
 
 namespace {
 
+/// A byte of a checkpoint file changed, as a crash may leave it: its
+/// checksums refuse it.
+void damage(const std::string& path) {
+  std::fstream f{path, std::ios::in | std::ios::out | std::ios::binary};
+  f.seekp(40);
+  f.put('\x7f');
+}
+
 values unbroken(const setup& s) {
   quern::config cfg;
   caf::actor_system sys{cfg};
@@ -198,11 +206,7 @@ TEST_CASE("RS-7 checkpoint files: restore=true goes on from the newest one that 
   }
   SECTION("a damaged newest falls back to the one before") {
     auto newest = checkpoint_path(dir.path(), 9);
-    {
-      std::fstream f{newest, std::ios::in | std::ios::out | std::ios::binary};
-      f.seekp(40);
-      f.put('\x7f');
-    }
+    damage(newest);
     built p{sys, s, po};
     p.pipe.start_queue_runners();
     CHECK(p.pipe.restored_step() == 5);
@@ -249,12 +253,7 @@ TEST_CASE("CK-6 a pipeline that syncs every third checkpoint keeps its newest sy
   }
   // The machine crashed before step 5's file reached the disk: it is
   // damaged, and the restore goes on from step 4, the synced one.
-  {
-    std::fstream f{checkpoint_path(dir.path(), 5),
-                   std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(40);
-    f.put('\x7f');
-  }
+  damage(checkpoint_path(dir.path(), 5));
   built p{sys, s, po};
   p.pipe.start_queue_runners();
   CHECK(p.pipe.restored_step() == 4);
