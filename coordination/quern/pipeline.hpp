@@ -281,7 +281,8 @@ public:
   /// ~pipeline) waits until it is on disk. Throws snapshot()'s errors,
   /// invalid_argument_error without a checkpoint_dir or for a negative step,
   /// and the I/O error of this write or of the one before (earlier
-  /// checkpoints stay).
+  /// checkpoints stay). Threads may share the pipeline: their checkpoints
+  /// take turns, each waiting for the file before.
   std::string checkpoint(int64_t step);
   /// Waits until the checkpoint file being written is on disk; throws its
   /// write's error.

@@ -164,6 +164,13 @@ snapshot_queues(caf::actor_system& sys,
   return out;
 }
 
+void wait_written(consumer::state& st) {
+  if (!st.writing.valid())
+    return;
+  auto writing = std::move(st.writing);
+  writing.get();
+}
+
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (auto& n : names)
@@ -361,9 +368,10 @@ std::string pipeline::checkpoint(int64_t step) {
     throw invalid_argument_error(
         "pipeline_options::sync_checkpoints_every must be >= 1, not " +
         std::to_string(opts_.sync_checkpoints_every));
-  // One file at a time: the one before is on disk (or its error thrown)
-  // before this one is taken.
-  wait_checkpoint();
+  // One checkpoint at a time, whatever the threads, and one file: the one
+  // before is on disk (or its error thrown) before this one is taken.
+  std::lock_guard<std::mutex> turn{state_->checkpoint_mtx};
+  wait_written(*state_);
   auto s = snapshot(step);
   auto path = checkpoint_path(opts_.checkpoint_dir, step);
   checkpoint_write_options wo;
@@ -371,8 +379,7 @@ std::string pipeline::checkpoint(int64_t step) {
   wo.sync = state_->checkpoints_written++ % opts_.sync_checkpoints_every == 0;
   if (!wo.sync)
     wo.keep_also = state_->last_synced;
-  // Only the caller of checkpoint() touches the state's writing fields, and
-  // a write ends before the next is taken (wait_checkpoint).
+  // A write ends before the next is taken (wait_written), under the turn.
   auto write = [dir = opts_.checkpoint_dir, wo, st = state_](const pipeline_snapshot& s) {
     auto written = write_checkpoint(dir, to_checkpoint(s), wo);
     if (wo.sync)
@@ -391,10 +398,8 @@ std::string pipeline::checkpoint(int64_t step) {
 }
 
 void pipeline::wait_checkpoint() {
-  if (!state_->writing.valid())
-    return;
-  auto writing = std::move(state_->writing);
-  writing.get();
+  std::lock_guard<std::mutex> turn{state_->checkpoint_mtx};
+  wait_written(*state_);
 }
 
 std::optional<std::string> pipeline::restore_latest() {

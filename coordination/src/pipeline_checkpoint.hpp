@@ -45,6 +45,9 @@ snapshot_queues(caf::actor_system& sys, const std::map<std::string, queue_actor>
 /// throws unavailable_error (or the coordinator's error) naming why not.
 std::vector<registration> members_of(caf::actor_system& sys,
                                      const coordinator_actor& coord, caf::timespan limit);
+/// Waits until the checkpoint file being written is on disk and throws its
+/// write's error; the caller holds st.checkpoint_mtx.
+void wait_written(consumer::state& st);
 /// `'a', 'b'`.
 std::string joined(const std::vector<std::string>& names);
 /// How long a member stays paused at most (see checkpoint_members.cpp).

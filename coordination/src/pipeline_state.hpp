@@ -75,8 +75,11 @@ struct consumer::state {
   coordinator_actor members_of;
   /// options().restore was acted on (by the first start_queue_runners).
   bool restore_tried = false;
+  /// checkpoint() and wait_checkpoint() take turns under it: threads may
+  /// share a pipeline. It guards the fields below up to last_synced.
+  std::mutex checkpoint_mtx;
   /// The checkpoint file being written in the background (checkpoint()),
-  /// and its path; only the caller of checkpoint() touches it.
+  /// and its path.
   std::future<void> writing;
   std::string writing_path;
   /// Checkpoint files written (sync_checkpoints_every counts them), and the

@@ -482,6 +482,15 @@ try {
 // docs-snippet-end
 }
 
+void resume_shared(quern::pipeline& pipe, int64_t step_a, int64_t step_b) {
+// docs-snippet-begin: resume-shared
+// Threads may share one pipeline: their checkpoints take turns, each file whole.
+std::thread saver{[&] { pipe.checkpoint(step_a); }};
+pipe.checkpoint(step_b);
+saver.join();
+// docs-snippet-end
+}
+
 void resume_sync_every(quern::actor_system& sys) {
 // docs-snippet-begin: resume-sync-every
 quern::pipeline_options po;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -263,6 +264,33 @@ TEST_CASE("CK-6 a pipeline that syncs every third checkpoint keeps its newest sy
   values first_four(expected.begin(), expected.begin() + 16);
   first_four.insert(first_four.end(), rest.begin(), rest.end());
   CHECK(first_four == expected);
+}
+
+TEST_CASE("RS-7 threads that share a pipeline checkpoint it in turns, every file whole",
+          "[RS-7][CK-6]") {
+  temp_dir dir;
+  setup s;
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline_options po;
+  po.checkpoint_dir = dir.path();
+  po.keep_checkpoints = 100;
+  po.sync_checkpoints_every = 3;
+  built p{sys, s, po};
+  p.pipe.start_queue_runners();
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < 2; ++t)
+    threads.emplace_back([&p, t] {
+      for (int64_t i = 0; i < 10; ++i)
+        p.pipe.checkpoint(100 * t + i);
+    });
+  for (auto& t : threads)
+    t.join();
+  p.pipe.wait_checkpoint();
+  auto files = list_checkpoints(dir.path());
+  REQUIRE(files.size() == 20);
+  for (auto& f : files)
+    CHECK_NOTHROW(read_checkpoint(f));
 }
 
 TEST_CASE("RS-7 a process killed with SIGKILL after its checkpoint is resumed exactly",
