@@ -100,26 +100,24 @@ std::vector<consumer::state::part> parts_of(const consumer::state& st) {
   return parts;
 }
 
-/// The runner actors of the runners started and still running.
 std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
   std::vector<detail::runner_impl_actor> out;
   std::lock_guard<std::mutex> guard{st.mtx};
+  // Not r.running(): that asks each runner, one round trip after another,
+  // which was a seventh of a checkpoint's stall.
   for (auto& r : st.runners)
-    if (r.running())
+    if (r.started())
       if (auto a = caf::actor_cast<detail::runner_impl_actor>(r.runner()))
         out.push_back(std::move(a));
   return out;
 }
 
-/// Pauses (or resumes) every runner at once; returns the workers that did
-/// not pause within `limit`. A runner that ended meanwhile runs no more.
-std::vector<std::string> pause_all(caf::actor_system& sys,
+std::vector<std::string> pause_all(caf::scoped_actor& self,
                                    const std::vector<detail::runner_impl_actor>& runners,
                                    bool on, caf::timespan limit) {
   std::vector<std::string> late;
   if (runners.empty())
     return late;
-  caf::scoped_actor self{sys};
   // Every request goes out before the first answer is awaited: the runners
   // pause together.
   using answer = decltype(self->request(runners.front(), limit,
@@ -137,13 +135,21 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
   return late;
 }
 
+std::vector<std::string> pause_all(caf::actor_system& sys,
+                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   bool on, caf::timespan limit) {
+  if (runners.empty())
+    return {};
+  caf::scoped_actor self{sys};
+  return pause_all(self, runners, on, limit);
+}
+
 std::map<std::string, queue_state>
-snapshot_queues(caf::actor_system& sys,
+snapshot_queues(caf::scoped_actor& self,
                 const std::map<std::string, queue_actor>& queues) {
   std::map<std::string, queue_state> out;
   if (queues.empty())
     return out;
-  caf::scoped_actor self{sys};
   using answer = decltype(self->request(std::declval<checkpoint_queue_actor>(),
                                         caf::infinite, snapshot_atom::value));
   std::vector<std::pair<std::string, answer>> answers;
@@ -162,6 +168,15 @@ snapshot_queues(caf::actor_system& sys,
   if (first)
     throw_error(first);
   return out;
+}
+
+std::map<std::string, queue_state>
+snapshot_queues(caf::actor_system& sys,
+                const std::map<std::string, queue_actor>& queues) {
+  if (queues.empty())
+    return {};
+  caf::scoped_actor self{sys};
+  return snapshot_queues(self, queues);
 }
 
 void wait_written(consumer::state& st) {
@@ -230,15 +245,16 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   // The members of other processes pause with this pipeline's runners:
   // their requests go out first (RS-12).
   members_pause members{sys_, coord, limit};
-  auto late = pause_all(sys_, runners, true, limit);
+  caf::scoped_actor self{sys_};
+  auto late = pause_all(self, runners, true, limit);
   // However this ends, the runners run again (and so do the members).
   // Waited for: once snapshot() returns, every worker runs again.
   struct resume_at_exit {
-    caf::actor_system& sys;
+    caf::scoped_actor& self;
     const std::vector<detail::runner_impl_actor>& runners;
     caf::timespan limit;
-    ~resume_at_exit() { pause_all(sys, runners, false, limit); }
-  } resume{sys_, runners, limit};
+    ~resume_at_exit() { pause_all(self, runners, false, limit); }
+  } resume{self, runners, limit};
   std::vector<std::string> failed;
   members.await_paused(failed);
   pipeline_snapshot s;
@@ -260,7 +276,7 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
                                   "; nothing was saved and the pipeline runs on");
   }
   s.step = step;
-  s.queues = snapshot_queues(sys_, queues);
+  s.queues = snapshot_queues(self, queues);
   for (auto& p : parts)
     s.parts.emplace(p.name, p.save());
   // A member that ran again on its own meanwhile fails the snapshot.

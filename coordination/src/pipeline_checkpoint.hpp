@@ -30,15 +30,23 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
                                              const consumer::state& st);
 /// The checkpoint parts, each name once.
 std::vector<consumer::state::part> parts_of(const consumer::state& st);
-/// The runner actors of the runners started and still running.
+/// The runner actors of the runners started (asking none of them: one whose
+/// workers all ended answers a pause at once, with no one late).
 std::vector<detail::runner_impl_actor> running(const consumer::state& st);
 /// Pauses (or resumes) every runner at once; returns the workers that did
 /// not pause within `limit`. A runner that ended meanwhile runs no more.
+/// `self` asks (one caller actor serves a whole snapshot).
+std::vector<std::string> pause_all(caf::scoped_actor& self,
+                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   bool on, caf::timespan limit);
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
                                    bool on, caf::timespan limit);
 /// Every queue's rows and state (snapshot_atom), asked of all at once;
 /// throws the first error a queue answered.
+std::map<std::string, queue_state>
+snapshot_queues(caf::scoped_actor& self,
+                const std::map<std::string, queue_actor>& queues);
 std::map<std::string, queue_state>
 snapshot_queues(caf::actor_system& sys, const std::map<std::string, queue_actor>& queues);
 /// The checkpoint members registered with `coord` (asked within `limit`);
