@@ -183,7 +183,9 @@ void wait_written(consumer::state& st) {
   if (!st.writing.valid())
     return;
   auto writing = std::move(st.writing);
-  writing.get();
+  auto written = writing.get();
+  if (st.writing_synced)
+    st.last_synced = written;
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -395,21 +397,24 @@ std::string pipeline::checkpoint(int64_t step) {
   wo.sync = state_->checkpoints_written++ % opts_.sync_checkpoints_every == 0;
   if (!wo.sync)
     wo.keep_also = state_->last_synced;
-  // A write ends before the next is taken (wait_written), under the turn.
-  auto write = [dir = opts_.checkpoint_dir, wo, st = state_](const pipeline_snapshot& s) {
+  auto dir = opts_.checkpoint_dir;
+  if (!opts_.write_checkpoints_in_background) {
     auto written = write_checkpoint(dir, to_checkpoint(s), wo);
     if (wo.sync)
-      st->last_synced = written;
-  };
-  if (!opts_.write_checkpoints_in_background) {
-    write(s);
+      state_->last_synced = written;
     return path;
   }
   // The rows are copies of immutable buffers: the file is encoded and
-  // written while the consumer and the runners go on.
+  // written while the consumer and the runners go on. A write ends before
+  // the next is taken (wait_written), under the turn.
   state_->writing_path = path;
-  state_->writing =
-      std::async(std::launch::async, [write, s = std::move(s)] { write(s); });
+  state_->writing_synced = wo.sync;
+  state_->writing = state_->writes.submit(
+      std::packaged_task<std::string()>{[dir, wo, s = std::move(s)]() mutable {
+        auto c = to_checkpoint(s);
+        s = {}; // the snapshot's rows go before the file is written
+        return write_checkpoint(dir, c, wo);
+      }});
   return path;
 }
 

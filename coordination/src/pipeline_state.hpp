@@ -19,6 +19,7 @@
 #include "quern/coordination.hpp"
 #include "quern/pipeline.hpp"
 
+#include "background_writes.hpp"
 #include "runner/worker_meter.hpp"
 
 namespace quern {
@@ -78,14 +79,18 @@ struct consumer::state {
   /// checkpoint() and wait_checkpoint() take turns under it: threads may
   /// share a pipeline. It guards the fields below up to last_synced.
   std::mutex checkpoint_mtx;
-  /// The checkpoint file being written in the background (checkpoint()),
-  /// and its path.
-  std::future<void> writing;
+  /// The checkpoint file being written in the background (checkpoint()):
+  /// the path written, its path, and whether it is synced.
+  std::future<std::string> writing;
   std::string writing_path;
+  bool writing_synced = false;
   /// Checkpoint files written (sync_checkpoints_every counts them), and the
   /// newest one synced, kept until a newer one is synced (CK-6).
   int64_t checkpoints_written = 0;
   std::string last_synced;
+  /// Where checkpoint() writes its files in the background. It holds
+  /// nothing of this state.
+  detail::background_writes writes;
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -291,6 +292,42 @@ TEST_CASE("RS-7 threads that share a pipeline checkpoint it in turns, every file
   REQUIRE(files.size() == 20);
   for (auto& f : files)
     CHECK_NOTHROW(read_checkpoint(f));
+}
+
+TEST_CASE("CK-2 a checkpoint written in the background that fails throws at the wait, "
+          "and the next one is written",
+          "[CK-2][RS-7]") {
+  temp_dir dir;
+  setup s;
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  pipeline_options po;
+  po.checkpoint_dir = dir.path() + "/ckpt";
+  built p{sys, s, po};
+  p.pipe.start_queue_runners();
+  auto in = p.pipe.make_consumer(p.b.queue);
+  values out;
+  consume(in, p.b, 1, out);
+  auto first = p.pipe.checkpoint(1);
+  p.pipe.wait_checkpoint();
+  // The directory taken away and a file put in its place: the next write
+  // cannot make it.
+  std::filesystem::remove_all(po.checkpoint_dir);
+  std::ofstream{po.checkpoint_dir} << "not a directory";
+  consume(in, p.b, 1, out);
+  auto second = p.pipe.checkpoint(2); // returns: the file is written later
+  CHECK(second == checkpoint_path(po.checkpoint_dir, 2));
+  CHECK_THROWS_WITH(
+      p.pipe.wait_checkpoint(),
+      Catch::Contains("cannot create checkpoint directory '" + po.checkpoint_dir + "'"));
+  p.pipe.wait_checkpoint(); // the error is thrown once
+  std::filesystem::remove(po.checkpoint_dir);
+  consume(in, p.b, 1, out);
+  auto third = p.pipe.checkpoint(3);
+  p.pipe.wait_checkpoint();
+  CHECK(read_checkpoint(third).step == 3);
+  CHECK(list_checkpoints(po.checkpoint_dir) == std::vector<std::string>{third});
+  CHECK_FALSE(first.empty());
 }
 
 TEST_CASE("RS-7 a process killed with SIGKILL after its checkpoint is resumed exactly",
