@@ -188,6 +188,9 @@ struct pipeline_args {
   bool stretches = false;
   /// With checkpoint_every: snapshots only (pipeline::snapshot, no file).
   bool snapshots_only = false;
+  /// With stretches: no checkpoint in any stretch, so that the stretches'
+  /// ratio shows what the method itself reads when nothing differs.
+  bool no_checkpoints = false;
   /// pipeline_options::telemetry (docs/input.md, "Where the pipeline waits").
   bool telemetry = true;
 };
@@ -203,6 +206,20 @@ struct checkpoint_costs {
   /// checkpoints and without (the first two, the pipeline filling, left
   /// out: a slow first one would weigh on one side).
   std::vector<double> with, without;
+  /// Each stretch in order: its seconds, and whether it checkpointed.
+  std::vector<std::pair<double, bool>> stretches;
+
+  /// Each stretch with checkpoints against the two without beside it: the
+  /// mean of their seconds over its own. A slow moment of the machine that
+  /// lasts longer than three stretches moves both sides of a pair alike.
+  std::vector<double> paired_ratios() const {
+    std::vector<double> out;
+    for (size_t i = 1; i + 1 < stretches.size(); ++i)
+      if (stretches[i].second && !stretches[i - 1].second && !stretches[i + 1].second)
+        out.push_back((stretches[i - 1].first + stretches[i + 1].first) / 2 /
+                      stretches[i].first);
+    return out;
+  }
 
   /// Throughput with checkpoints / without, over this run's stretches.
   double stretch_ratio() const {
@@ -212,6 +229,34 @@ struct checkpoint_costs {
       return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
     };
     return mean(without) / mean(with);
+  }
+};
+
+/// The stretches of every run of one kind, pooled: the throughput ratio is
+/// the median of the paired ratios of all runs (checkpoint_costs::
+/// paired_ratios), which the machine's slow moments move far less than a
+/// run's mean.
+struct pooled_stretches {
+  std::vector<double> pairs, per_run;
+
+  void add(const checkpoint_costs& c) {
+    auto p = c.paired_ratios();
+    pairs.insert(pairs.end(), p.begin(), p.end());
+    per_run.push_back(c.stretch_ratio());
+  }
+  /// "0.971x (41 pairs, quartiles 0.93x..1.01x; runs' means 0.90x..1.05x)"
+  std::string describe() const {
+    if (pairs.empty() || per_run.empty())
+      return "no stretches (give more --mb)";
+    auto sorted = pairs;
+    std::sort(sorted.begin(), sorted.end());
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(3) << median(pairs) << "x (" << pairs.size()
+       << " pairs, quartiles " << sorted[sorted.size() / 4] << "x.."
+       << sorted[sorted.size() * 3 / 4] << "x; runs' means "
+       << *std::min_element(per_run.begin(), per_run.end()) << "x.."
+       << *std::max_element(per_run.begin(), per_run.end()) << "x)";
+    return os.str();
   }
 };
 
@@ -298,10 +343,14 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
       if (costs && stretch > 0 && batches % stretch == 0) {
         auto took = seconds_since(stretch_start);
         stretch_start = clock_type::now();
-        if (batches > 2 * stretch) // the first two: the pipeline filling
-          ((batches / stretch) % 2 == 0 ? costs->with : costs->without).push_back(took);
+        if (batches > 2 * stretch) { // the first two: the pipeline filling
+          bool with = (batches / stretch) % 2 == 0;
+          (with ? costs->with : costs->without).push_back(took);
+          costs->stretches.emplace_back(took, with);
+        }
       }
-      if (costs && checkpointing && batches % a.checkpoint_every == 0) {
+      if (costs && checkpointing && !a.no_checkpoints &&
+          batches % a.checkpoint_every == 0) {
         auto c0 = clock_type::now();
         if (a.snapshots_only)
           pipe.snapshot(batches);
@@ -380,22 +429,23 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   a.consume = "per-call";
   int rc = 0;
   std::vector<double> ratios, plain_rates, ckpt_rates, longest, mean;
-  std::vector<double> stretch_ratios, snapshot_ratios;
+  pooled_stretches with_files, snapshots, control;
   cpu_per_example cpu_ns[2];
   uintmax_t bytes = 0;
   auto every = a.checkpoint_every;
   for (int round = 0; round < rounds; ++round) {
     double rate[2] = {0, 0};
-    // Four runs: without checkpoints (0), with (1), and with them in every
-    // other stretch (2), or snapshots without files there (3). Which runs
-    // first turns: a round's later runs find the files in the page cache and
-    // the earlier ones' garbage freed.
-    for (int k = 0; k < 4; ++k) {
-      int kind = (k + round) % 4;
+    // Five runs: without checkpoints (0), with (1), and with them in every
+    // other stretch (2), or snapshots without files there (3), or nothing
+    // there (4: the control). Which runs first turns: a round's later runs
+    // find the files in the page cache and the earlier ones' garbage freed.
+    for (int k = 0; k < 5; ++k) {
+      int kind = (k + round) % 5;
       int with = kind == 0 ? 0 : 1;
       a.checkpoint_every = with ? every : 0;
       a.stretches = kind >= 2;
       a.snapshots_only = kind == 3;
+      a.no_checkpoints = kind == 4;
       double sum = 0;
       cpu_split cpu;
       checkpoint_costs costs;
@@ -406,7 +456,7 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
         rc = 1;
       }
       if (kind >= 2) {
-        (kind == 2 ? stretch_ratios : snapshot_ratios).push_back(costs.stretch_ratio());
+        (kind == 2 ? with_files : kind == 3 ? snapshots : control).add(costs);
         continue;
       }
       rate[with] = n / seconds_since(t0);
@@ -443,13 +493,18 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
             << ", consumer " << median(cpu_ns[0].consumer) << " / "
             << median(cpu_ns[1].consumer) << ")\n"
             << std::setprecision(3)
-            << "ratio with checkpoints / without: " << median(ratios) << "x (median of "
-            << rounds << " rounds, turning which runs first)\n"
-            << "ratio in one run, its stretches of " << 2 * every
-            << " batches with checkpoints / without: " << median(stretch_ratios)
-            << "x; with snapshots and no files: " << median(snapshot_ratios)
-            << "x (medians of " << rounds
-            << " runs; separate runs here differ by more than the checkpoints cost)\n";
+            << "ratio of separate runs with checkpoints / without: " << median(ratios)
+            << "x (median of " << rounds << " rounds, turning which runs first; rounds "
+            << *std::min_element(ratios.begin(), ratios.end()) << "x.."
+            << *std::max_element(ratios.begin(), ratios.end()) << "x)\n"
+            << "ratio of stretches of " << 2 * every
+            << " batches within one run, with checkpoints / without, pooled over "
+            << rounds
+            << " runs, the median of each stretch with them against the two beside it:\n "
+               " files: "
+            << with_files.describe()
+            << "\n  snapshots and no files: " << snapshots.describe()
+            << "\n  control, no checkpoint in either: " << control.describe() << "\n";
 
   // A full shuffle buffer of 10,000 rows of the flagship's three floats.
   pipeline_options popts;
