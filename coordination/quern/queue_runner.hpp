@@ -183,6 +183,11 @@ public:
   /// (they did not reach it in time) makes the worker count as not paused,
   /// failing the checkpoint. Kept for the worker's life.
   void before_pause(std::function<bool()> settle);
+  /// In a before_pause function: how long the checkpoint pausing this
+  /// worker waits for it (pipeline_options::checkpoint_pause_limit). A
+  /// settle bounded by it gives up when the checkpoint does, and the worker
+  /// runs on.
+  caf::timespan pause_limit() const noexcept;
 
 private:
   detail::blocking_state* state_;

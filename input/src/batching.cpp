@@ -191,11 +191,13 @@ enqueue_op direct_batch_op(caf::actor_system& sys, queue_actor target, example_f
               s->writer->hurry();
           });
           // Paused, what it sent reaches the queue before the checkpoint
-          // takes it (a queue of another process too, RS-14). Bounded for a
-          // queue that does not answer; its node's loss ends the wait sooner.
-          run.before_pause([weak = std::weak_ptr<state>(st)] {
+          // takes it (a queue of another process too, RS-14). Bounded as the
+          // checkpoint's wait is, for a queue that does not answer: the
+          // worker then runs on when the checkpoint fails (its node's loss
+          // ends the wait sooner). The run lives as long as the worker.
+          run.before_pause([weak = std::weak_ptr<state>(st), r = &run] {
             auto s = weak.lock();
-            return !s || s->writer->settle(std::chrono::seconds(60));
+            return !s || s->writer->settle(r->pause_limit());
           });
         }
         element batch;

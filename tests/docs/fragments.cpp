@@ -394,8 +394,9 @@ auto op = quern::blocking_op([writer, make_batch](quern::blocking_run& run) {
       if (auto p = w.lock())
         p->hurry();
     });
-    // ... and before the worker says it paused, what it sent reached the queue.
-    run.before_pause([writer] { return writer->settle(std::chrono::seconds(60)); });
+    // ... and before the worker says it paused, what it sent reached the queue,
+    // waiting no longer than the checkpoint waits for the worker.
+    run.before_pause([writer, r = &run] { return writer->settle(r->pause_limit()); });
   }
   writer->push_batch(make_batch());
 });

@@ -111,17 +111,24 @@ TEST_CASE("RS-14 RS-15 a before_pause function that returns false fails the snap
   // time (queue_stream_test.cpp shows it): false while `late`.
   auto late = std::make_shared<std::atomic<bool>>(true);
   auto asked = std::make_shared<std::atomic<int>>(0);
-  auto op = blocking_op([next, late, asked](blocking_run& run) {
+  // The bound it is given: the checkpoint's pause limit, so that a settle
+  // bounded by it gives up when the checkpoint does.
+  auto bound = std::make_shared<std::atomic<int64_t>>(0);
+  auto op = blocking_op([next, late, asked, bound](blocking_run& run) {
     if (run.index() == 0)
-      run.before_pause([late, asked] {
+      run.before_pause([late, asked, bound, r = &run] {
         ++*asked;
+        *bound = std::chrono::duration_cast<std::chrono::milliseconds>(r->pause_limit())
+                     .count();
         return !late->load();
       });
     std::this_thread::sleep_for(1ms); // a pace, no more rows than needed
     run.emit(element{tensor::scalar(next->load())});
     ++*next;
   });
-  pipeline pipe{sys};
+  pipeline_options po;
+  po.checkpoint_pause_limit = 1500ms;
+  pipeline pipe{sys, po};
   queue_runner_options qo;
   qo.name = "unsettled";
   qo.close_op = std::nullopt;
@@ -136,6 +143,7 @@ TEST_CASE("RS-14 RS-15 a before_pause function that returns false fails the snap
     why = e.what();
   }
   CHECK(*asked == 1);
+  CHECK(*bound == 1500);
   CHECK_THAT(why, Catch::Contains("checkpoint at step 1 not taken"));
   CHECK_THAT(why, Catch::Contains("'unsettled"));
   CHECK_THAT(why, Catch::Contains("did not pause within"));

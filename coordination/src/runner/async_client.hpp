@@ -123,15 +123,18 @@ public:
       hooks_->add(std::move(f));
   }
   void before_pause(std::function<bool()> f) { settles_.push_back(std::move(f)); }
-  /// The op's before_pause functions, in the worker's thread: false when
-  /// one of them says what it sent did not reach its queue in time.
-  bool settle() {
+  /// The op's before_pause functions, in the worker's thread, for a pause
+  /// that waits at most `limit`: false when one of them says what it sent
+  /// did not reach its queue in time.
+  bool settle(caf::timespan limit) {
+    pause_limit_ = limit;
     bool all = true;
     for (auto& f : settles_)
       all = f() && all;
     return all;
   }
   blocking_run& run() noexcept { return run_; }
+  caf::timespan pause_limit() const noexcept { return pause_limit_; }
   uint64_t index() const noexcept { return index_; }
   bool should_stop() const noexcept {
     return stop_ != nullptr && stop_->load(std::memory_order_relaxed);
@@ -147,6 +150,7 @@ private:
   const std::atomic<bool>* stop_ = nullptr;
   pause_hooks* hooks_ = nullptr;
   std::vector<std::function<bool()>> settles_; // kept across runs
+  caf::timespan pause_limit_{std::chrono::seconds(60)};
   blocking_run run_{*this};
 };
 

@@ -373,6 +373,10 @@ void blocking_run::before_pause(std::function<bool()> settle) {
   state_->before_pause(std::move(settle));
 }
 
+caf::timespan blocking_run::pause_limit() const noexcept {
+  return state_->pause_limit();
+}
+
 void blocking_run::end() {
   state_->end();
 }

@@ -243,7 +243,7 @@ caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
       if (--*left == 0)
         rp.deliver(*late);
     };
-    self->request(kv.second, limit, worker_pause_atom::value, on)
+    self->request(kv.second, limit, worker_pause_atom::value, on, limit)
         .then([one_done](bool) mutable { one_done(); },
               [one_done, late, name = st.names[kv.first]](caf::error& e) mutable {
                 // A worker that ended meanwhile runs no more: not late. One

@@ -256,7 +256,7 @@ caf::behavior async_worker(async_worker_ptr self, async_enqueue_fn fn,
       [self](stop_atom) {
         async_wind_down(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
-      [self](worker_pause_atom, bool on) { return async_pause(self, on); },
+      [self](worker_pause_atom, bool on, caf::timespan) { return async_pause(self, on); },
       [self](barrier_passed_atom, uint64_t token) {
         auto& st = self->state;
         if (token != st.pipe.barrier)
@@ -354,7 +354,7 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
       },
       // Seen only between runs (the run holds this actor's thread): paused
       // at once.
-      [self](worker_pause_atom, bool on) -> caf::result<bool> {
+      [self](worker_pause_atom, bool on, caf::timespan limit) -> caf::result<bool> {
         auto& p = self->state.pipe;
         p.paused = on;
         if (p.meter)
@@ -364,10 +364,10 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
           return true;
         }
         // Rows the op's own writer sent reach their queue first (RS-14).
-        if (!self->state.run.settle())
+        if (!self->state.run.settle(limit))
           return make_error(error_code::deadline_exceeded,
                             "rows written by the op of worker '" + p.name +
-                                "' did not reach their queue in time");
+                                "' did not reach their queue within the pause limit");
         send_barrier(self, p);
         if (!p.barrier_pending)
           return true;
