@@ -19,7 +19,8 @@
 #include "quern/coordination.hpp"
 #include "quern/pipeline.hpp"
 
-#include "background_writes.hpp"
+#include "quern/detail/task_threads.hpp"
+
 #include "runner/worker_meter.hpp"
 
 namespace quern {
@@ -88,9 +89,10 @@ struct consumer::state {
   /// newest one synced, kept until a newer one is synced (CK-6).
   int64_t checkpoints_written = 0;
   std::string last_synced;
-  /// Where checkpoint() writes its files in the background. It holds
-  /// nothing of this state.
-  detail::background_writes writes;
+  /// Where checkpoint() writes its files in the background, one after
+  /// another: a thread started for each file cost the pipeline more than the
+  /// file. Its tasks hold nothing of this state.
+  detail::task_threads<std::string> writes;
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

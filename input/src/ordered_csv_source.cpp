@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "quern/blocking_queue.hpp"
+#include "quern/detail/task_threads.hpp"
 #include "quern/error.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/readers.hpp"
@@ -23,61 +24,6 @@
 namespace quern {
 
 namespace {
-
-/// Threads that run decode tasks in the order they were given. A task never
-/// blocks on anything but the CPU, so the pool's destructor only waits for
-/// the tasks under way.
-class decode_pool {
-public:
-  explicit decode_pool(int threads) {
-    for (int i = 0; i < threads; ++i)
-      threads_.emplace_back([this] { work(); });
-  }
-  ~decode_pool() {
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      done_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_)
-      t.join();
-  }
-  decode_pool(const decode_pool&) = delete;
-  decode_pool& operator=(const decode_pool&) = delete;
-
-  std::shared_future<element> submit(std::function<element()> f) {
-    std::packaged_task<element()> task{std::move(f)};
-    auto result = task.get_future().share();
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return result;
-  }
-
-private:
-  void work() {
-    for (;;) {
-      std::packaged_task<element()> task;
-      {
-        std::unique_lock<std::mutex> guard{mtx_};
-        cv_.wait(guard, [this] { return done_ || !tasks_.empty(); });
-        if (tasks_.empty())
-          return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task(); // an exception is kept in the future
-    }
-  }
-
-  std::mutex mtx_;
-  std::condition_variable cv_;
-  std::deque<std::packaged_task<element()>> tasks_;
-  bool done_ = false;
-  std::vector<std::thread> threads_;
-};
 
 /// Lines read and not yet returned, and their decoding under way.
 struct chunk {
@@ -95,7 +41,8 @@ struct ordered_state {
   blocking_queue files;
   std::vector<tensor> defaults;
   csv_source_options opts;
-  decode_pool pool;
+  /// Decodes in the order given; a task blocks on nothing but the CPU.
+  detail::task_threads<element> pool;
   const size_t depth;
   /// Guards `ahead` and `end` against a checkpoint's save (which runs while
   /// the runner is paused, between two calls).
@@ -106,10 +53,13 @@ struct ordered_state {
   std::exception_ptr end;
 
   std::shared_future<element> decode(const packed_values& lines) {
-    return pool.submit([this, lines] {
-      return element{decode_csv(lines, defaults, opts.field_delim, opts.use_quote_delim,
-                                opts.na_value, opts.select_cols)};
-    });
+    return pool
+        .submit(std::packaged_task<element()>{[this, lines] {
+          return element{decode_csv(lines, defaults, opts.field_delim,
+                                    opts.use_quote_delim, opts.na_value,
+                                    opts.select_cols)};
+        }})
+        .share();
   }
 
   /// One call of the source: reads ahead up to `depth` batches, returns the

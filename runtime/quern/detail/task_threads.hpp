@@ -1,0 +1,74 @@
+#pragma once
+
+// Threads of one's own for blocking work (a file written, lines decoded),
+// which must not hold a scheduler thread.
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace quern::detail {
+
+/// `count` threads that run the tasks given, in the order given, started
+/// with the first task (many owners never give one). A task's result, or
+/// what it throws, goes to its future. Destroyed, the threads run the tasks
+/// left, then are joined. A task must not own what owns these threads: it
+/// would be destroyed in one of them.
+template <class R>
+class task_threads {
+public:
+  explicit task_threads(int count = 1) : count_(count < 1 ? 1 : count) {}
+  task_threads(const task_threads&) = delete;
+  task_threads& operator=(const task_threads&) = delete;
+
+  ~task_threads() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      t.join();
+  }
+
+  std::future<R> submit(std::packaged_task<R()> task) {
+    auto result = task.get_future();
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      tasks_.push_back(std::move(task));
+      if (threads_.empty())
+        for (int i = 0; i < count_; ++i)
+          threads_.emplace_back([this] { work(); });
+    }
+    cv_.notify_one();
+    return result;
+  }
+
+private:
+  void work() {
+    for (;;) {
+      std::packaged_task<R()> task;
+      {
+        std::unique_lock<std::mutex> guard{mtx_};
+        cv_.wait(guard, [this] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty())
+          return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task(); // and what it captured goes with it
+    }
+  }
+
+  const int count_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<R()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+} // namespace quern::detail
