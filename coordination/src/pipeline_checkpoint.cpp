@@ -195,6 +195,13 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string late_workers(const std::vector<std::string>& late) {
+  std::string out;
+  for (auto& w : late)
+    out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
 /// How long a member stays paused at most: its runners pause within
 /// `limit`, the checkpointing pipeline's within the same limit, and then
 /// its queues and parts are taken; past this the member runs again on its
@@ -267,7 +274,8 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     members.resume();
     std::string why;
     if (!late.empty())
-      why = "worker(s) " + joined(late) + " did not pause within " + seconds(limit) +
+      why = "worker(s) " + late_workers(late) + " did not pause within " +
+            seconds(limit) +
             " (a blocking op waits inside its run for something that does not come, "
             "e.g. a dequeue from an empty queue, or the rows it streamed did not "
             "reach their queue; docs/resume.md)";

@@ -58,6 +58,9 @@ std::vector<registration> members_of(caf::actor_system& sys,
 void wait_written(consumer::state& st);
 /// `'a', 'b'`.
 std::string joined(const std::vector<std::string>& names);
+/// pause_all's late workers, `'a', 'b' (why)`: each is named in quotes
+/// already, with the worker's reason when it gave one.
+std::string late_workers(const std::vector<std::string>& late);
 /// How long a member stays paused at most (see checkpoint_members.cpp).
 caf::timespan hold_of(caf::timespan limit);
 

@@ -247,11 +247,13 @@ caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
         .then([one_done](bool) mutable { one_done(); },
               [one_done, late, name = st.names[kv.first]](caf::error& e) mutable {
                 // A worker that ended meanwhile runs no more: not late. One
-                // whose op's rows did not settle is (deadline_exceeded).
-                if (e == caf::sec::request_timeout ||
-                    (e.category() == error_category &&
-                     code_of(e) == error_code::deadline_exceeded))
-                  late->push_back(name);
+                // whose op's rows did not settle is (deadline_exceeded), and
+                // says why.
+                if (e == caf::sec::request_timeout)
+                  late->push_back("'" + name + "'");
+                else if (e.category() == error_category &&
+                         code_of(e) == error_code::deadline_exceeded)
+                  late->push_back("'" + name + "' (" + message_of(e) + ")");
                 one_done();
               });
   }

@@ -51,9 +51,10 @@ using worker_end_atom = caf::atom_constant<caf::atom("qr_end")>;
 /// handle -> runner: (runner_status) -> (live workers, rows dropped, errors).
 using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
 
-/// pipeline -> runner: (runner_pause, true, limit) -> the names of the
-/// workers still in a run after `limit` (empty: every worker is paused, a
-/// pipeline checkpoint may look at the queues); (runner_pause, false, limit)
+/// pipeline -> runner: (runner_pause, true, limit) -> the workers still in a
+/// run after `limit`, each named in quotes and, when it said why, its reason
+/// after it in parentheses (empty: every worker is paused, a pipeline
+/// checkpoint may look at the queues); (runner_pause, false, limit)
 /// lets them run again (docs/resume.md).
 using runner_pause_atom = caf::atom_constant<caf::atom("qr_pause")>;
 /// runner -> worker: (worker_pause, on) -> true once the worker is between

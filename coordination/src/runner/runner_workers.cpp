@@ -366,8 +366,8 @@ caf::behavior blocking_worker(blocking_worker_ptr self, blocking_enqueue_fn fn,
         // Rows the op's own writer sent reach their queue first (RS-14).
         if (!self->state.run.settle(limit))
           return make_error(error_code::deadline_exceeded,
-                            "rows written by the op of worker '" + p.name +
-                                "' did not reach their queue within the pause limit");
+                            "the rows its op wrote did not reach their queue within "
+                            "the pause limit");
         send_barrier(self, p);
         if (!p.barrier_pending)
           return true;
