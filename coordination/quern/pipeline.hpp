@@ -261,7 +261,8 @@ public:
   /// deadline_exceeded_error naming the runners' workers that did not pause
   /// within options().checkpoint_pause_limit (a blocking op that waits inside
   /// its run for input that does not come); nothing is taken then and the
-  /// pipeline runs on. Two queues of the same name: invalid_argument_error.
+  /// pipeline runs on. Two queues of the same name, or a pause limit that is
+  /// not more than 0: invalid_argument_error.
   pipeline_snapshot snapshot(int64_t step);
   /// Puts a snapshot back: before start_queue_runners, into a pipeline built
   /// the same way (the same queues and parts by name; other counts of reader

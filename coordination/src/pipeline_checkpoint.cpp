@@ -242,6 +242,11 @@ void pipeline::add_checkpoint_part(
 }
 
 pipeline_snapshot pipeline::snapshot(int64_t step) {
+  if (opts_.checkpoint_pause_limit <= caf::timespan::zero())
+    throw invalid_argument_error(
+        "pipeline_options::checkpoint_pause_limit must be more than 0, not " +
+        seconds(opts_.checkpoint_pause_limit) +
+        " (how long a checkpoint waits for every runner to pause)");
   auto queues = queues_of(sys_, *state_);
   auto parts = parts_of(*state_);
   auto runners = running(*state_);

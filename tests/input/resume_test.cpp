@@ -252,6 +252,13 @@ TEST_CASE("CK-6 a pipeline that syncs every third checkpoint keeps its newest sy
     po.sync_checkpoints_every = 0;
     built refused{sys, s, po};
     CHECK_THROWS_AS(refused.pipe.checkpoint(1), invalid_argument_error);
+    po.sync_checkpoints_every = 1;
+    po.checkpoint_pause_limit = caf::timespan::zero();
+    built no_wait{sys, s, po};
+    CHECK_THROWS_WITH(
+        no_wait.pipe.checkpoint(1),
+        Catch::Contains("checkpoint_pause_limit must be more than 0, not 0 s"));
+    CHECK(list_checkpoints(dir.path()).size() == 2); // nothing written
   }
   // The machine crashed before step 5's file reached the disk: it is
   // damaged, and the restore goes on from step 4, the synced one.
