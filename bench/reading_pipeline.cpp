@@ -24,7 +24,6 @@
 #include <iostream>
 #include <iterator>
 #include <map>
-#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -202,11 +201,9 @@ struct checkpoint_costs {
   double total = 0;    // s
   uintmax_t bytes = 0; // of the last file
   std::string last;    // its path
-  /// pipeline_args::stretches: the seconds of each stretch, with
-  /// checkpoints and without (the first two, the pipeline filling, left
+  /// pipeline_args::stretches: each stretch in order, its seconds and
+  /// whether it checkpointed (the first two, the pipeline filling, left
   /// out: a slow first one would weigh on one side).
-  std::vector<double> with, without;
-  /// Each stretch in order: its seconds, and whether it checkpointed.
   std::vector<std::pair<double, bool>> stretches;
 
   /// Each stretch with checkpoints against the two without beside it: the
@@ -223,12 +220,15 @@ struct checkpoint_costs {
 
   /// Throughput with checkpoints / without, over this run's stretches.
   double stretch_ratio() const {
-    if (with.empty() || without.empty())
+    double seconds[2] = {0, 0};
+    int count[2] = {0, 0};
+    for (auto& [took, with] : stretches) {
+      seconds[with] += took;
+      ++count[with];
+    }
+    if (count[0] == 0 || count[1] == 0)
       return 0;
-    auto mean = [](const std::vector<double>& v) {
-      return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-    };
-    return mean(without) / mean(with);
+    return (seconds[0] / count[0]) / (seconds[1] / count[1]);
   }
 };
 
@@ -344,9 +344,7 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
         auto took = seconds_since(stretch_start);
         stretch_start = clock_type::now();
         if (batches > 2 * stretch) { // the first two: the pipeline filling
-          bool with = (batches / stretch) % 2 == 0;
-          (with ? costs->with : costs->without).push_back(took);
-          costs->stretches.emplace_back(took, with);
+          costs->stretches.emplace_back(took, (batches / stretch) % 2 == 0);
         }
       }
       if (costs && checkpointing && !a.no_checkpoints &&
