@@ -2,14 +2,11 @@
 // in order, a few threads of the source's own decode ahead, and batches come
 // out in the order they were read, whatever the number of threads.
 
-#include <condition_variable>
 #include <deque>
 #include <exception>
-#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "quern/blocking_queue.hpp"
 #include "quern/detail/task_threads.hpp"
