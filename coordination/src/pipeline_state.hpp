@@ -92,7 +92,7 @@ struct consumer::state {
   /// Where checkpoint() writes its files in the background, one after
   /// another: a thread started for each file cost the pipeline more than the
   /// file. Its tasks hold nothing of this state.
-  detail::task_threads<std::string> writes;
+  detail::task_threads<std::string> writes{"quern.ckpt"};
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

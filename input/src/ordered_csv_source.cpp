@@ -30,9 +30,8 @@ struct chunk {
 
 struct ordered_state {
   ordered_state(caf::actor_system& sys, queue_actor q, int64_t skip, int threads)
-      : reader{skip}, files{sys, std::move(q)}, pool{threads}, depth{static_cast<size_t>(
-                                                                         threads) +
-                                                                     1} {}
+      : reader{skip}, files{sys, std::move(q)}, pool{"quern.decode", threads},
+        depth{static_cast<size_t>(threads) + 1} {}
 
   text_line_reader reader;
   blocking_queue files;

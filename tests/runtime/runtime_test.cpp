@@ -1,6 +1,7 @@
 // runtime/ on its own: a blocking client shared by threads, errors thrown
-// as the op_error they name, the command line's verdicts, and the exit
-// policy ending and naming an actor still alive when the system goes.
+// as the op_error they name, the command line's verdicts, the exit policy
+// ending and naming an actor still alive when the system goes, and the
+// task threads of blocking work.
 
 #include <catch2/catch.hpp>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <pthread.h>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "quern/actor_system.hpp"
 #include "quern/blocking_client.hpp"
 #include "quern/command_line.hpp"
+#include "quern/detail/task_threads.hpp"
 #include "quern/error.hpp"
 #include "quern/messages.hpp"
 
@@ -172,4 +175,27 @@ TEST_CASE("at exit an actor that is still alive is ended and named", "[runtime]"
       named = true;
   INFO("report:\n" << Catch::Detail::stringify(report));
   CHECK(named);
+}
+
+TEST_CASE("task threads run their tasks in order, under their name, and pass on a task's "
+          "exception",
+          "[runtime]") {
+  std::vector<std::future<std::string>> done;
+  std::vector<int> order;
+  {
+    detail::task_threads<std::string> threads{"quern.test.longer.than.15"};
+    for (int i = 0; i < 5; ++i)
+      done.push_back(threads.submit(std::packaged_task<std::string()>{[i, &order] {
+        order.push_back(i); // one thread: no two tasks at once
+        char name[16] = {};
+        ::pthread_getname_np(::pthread_self(), name, sizeof name);
+        return std::string{name};
+      }}));
+    done.push_back(threads.submit(std::packaged_task<std::string()>{
+        []() -> std::string { throw std::runtime_error("the disk is full"); }}));
+  } // destroyed: the tasks left run first
+  for (int i = 0; i < 5; ++i)
+    CHECK(done[static_cast<size_t>(i)].get() == "quern.test.long"); // Linux keeps 15
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK_THROWS_WITH(done.back().get(), "the disk is full");
 }

@@ -7,8 +7,11 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 namespace quern::detail {
 
@@ -16,11 +19,14 @@ namespace quern::detail {
 /// with the first task (many owners never give one). A task's result, or
 /// what it throws, goes to its future. Destroyed, the threads run the tasks
 /// left, then are joined. A task must not own what owns these threads: it
-/// would be destroyed in one of them.
+/// would be destroyed in one of them. The threads carry `name` (at most 15
+/// characters, as Linux keeps), so that top -H, gdb and profilers tell them
+/// from the scheduler's.
 template <class R>
 class task_threads {
 public:
-  explicit task_threads(int count = 1) : count_(count < 1 ? 1 : count) {}
+  explicit task_threads(std::string name, int count = 1)
+      : name_(std::move(name)), count_(count < 1 ? 1 : count) {}
   task_threads(const task_threads&) = delete;
   task_threads& operator=(const task_threads&) = delete;
 
@@ -49,6 +55,7 @@ public:
 
 private:
   void work() {
+    ::pthread_setname_np(::pthread_self(), name_.substr(0, 15).c_str());
     for (;;) {
       std::packaged_task<R()> task;
       {
@@ -63,6 +70,7 @@ private:
     }
   }
 
+  const std::string name_;
   const int count_;
   std::mutex mtx_;
   std::condition_variable cv_;
