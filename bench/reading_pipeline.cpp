@@ -102,7 +102,8 @@ struct cpu_split {
   double consumer = 0;  // the main thread: the batch consumer
   double detached = 0;  // detached actors: the reader workers, runners
   double scheduler = 0; // CAF's scheduler threads: the queues' work
-  double total() const { return consumer + detached + scheduler; }
+  double writer = 0;    // the pipeline's checkpoint writer (quern.ckpt)
+  double total() const { return consumer + detached + scheduler + writer; }
 };
 
 cpu_split cpu_between(const std::map<long, thread_cpu>& before,
@@ -114,8 +115,10 @@ cpu_split cpu_between(const std::map<long, thread_cpu>& before,
     auto used = t.seconds - (i == before.end() ? 0.0 : i->second.seconds);
     if (tid == self)
       s.consumer += used;
-    else if (t.name == "caf.actor")
+    else if (t.name == "caf.actor" || t.name == "quern.decode")
       s.detached += used;
+    else if (t.name == "quern.ckpt")
+      s.writer += used;
     else
       s.scheduler += used;
   }
@@ -182,14 +185,8 @@ struct pipeline_args {
   std::string checkpoint_dir;
   /// pipeline_options::sync_checkpoints_every.
   int sync_every = 1;
-  /// With checkpoint_every N: checkpoints only in every other stretch of 2N
-  /// batches (at its start and after N), each stretch timed.
-  bool stretches = false;
   /// With checkpoint_every: snapshots only (pipeline::snapshot, no file).
   bool snapshots_only = false;
-  /// With stretches: no checkpoint in any stretch, so that the stretches'
-  /// ratio shows what the method itself reads when nothing differs.
-  bool no_checkpoints = false;
   /// pipeline_options::telemetry (docs/input.md, "Where the pipeline waits").
   bool telemetry = true;
 };
@@ -201,64 +198,42 @@ struct checkpoint_costs {
   double total = 0;    // s
   uintmax_t bytes = 0; // of the last file
   std::string last;    // its path
-  /// pipeline_args::stretches: each stretch in order, its seconds and
-  /// whether it checkpointed (the first two, the pipeline filling, left
-  /// out: a slow first one would weigh on one side).
-  std::vector<std::pair<double, bool>> stretches;
+  /// The batches' seconds by where they fall in each period of `period`
+  /// batches (checkpoint_every, whether or not the run checkpoints): the
+  /// first twentieth after the period's start (right after a checkpoint:
+  /// its stall and the pipeline starting again), and the rest. The first two
+  /// periods, the pipeline filling, are left out.
+  int64_t period = 0;
+  double after_seconds = 0, rest_seconds = 0;
+  int64_t after_batches = 0, rest_batches = 0;
 
-  /// Each stretch with checkpoints against the two without beside it: the
-  /// mean of their seconds over its own. A slow moment of the machine that
-  /// lasts longer than three stretches moves both sides of a pair alike.
-  std::vector<double> paired_ratios() const {
-    std::vector<double> out;
-    for (size_t i = 1; i + 1 < stretches.size(); ++i)
-      if (stretches[i].second && !stretches[i - 1].second && !stretches[i + 1].second)
-        out.push_back((stretches[i - 1].first + stretches[i + 1].first) / 2 /
-                      stretches[i].first);
-    return out;
-  }
-
-  /// Throughput with checkpoints / without, over this run's stretches.
-  double stretch_ratio() const {
-    double seconds[2] = {0, 0};
-    int count[2] = {0, 0};
-    for (auto& [took, with] : stretches) {
-      seconds[with] += took;
-      ++count[with];
+  void add_batch(int64_t batch, double seconds) {
+    if (period <= 0 || batch <= 2 * period)
+      return;
+    if ((batch - 1) % period < std::max<int64_t>(1, period / 20)) {
+      after_seconds += seconds;
+      ++after_batches;
+    } else {
+      rest_seconds += seconds;
+      ++rest_batches;
     }
-    if (count[0] == 0 || count[1] == 0)
-      return 0;
-    return (seconds[0] / count[0]) / (seconds[1] / count[1]);
   }
+  /// µs per batch right after a period's start, and in the rest of it.
+  double after_us() const {
+    return after_batches ? 1e6 * after_seconds / after_batches : 0;
+  }
+  double rest_us() const { return rest_batches ? 1e6 * rest_seconds / rest_batches : 0; }
 };
 
-/// The stretches of every run of one kind, pooled: the throughput ratio is
-/// the median of the paired ratios of all runs (checkpoint_costs::
-/// paired_ratios), which the machine's slow moments move far less than a
-/// run's mean.
-struct pooled_stretches {
-  std::vector<double> pairs, per_run;
-
-  void add(const checkpoint_costs& c) {
-    auto p = c.paired_ratios();
-    pairs.insert(pairs.end(), p.begin(), p.end());
-    per_run.push_back(c.stretch_ratio());
-  }
-  /// "0.971x (41 pairs, quartiles 0.93x..1.01x; runs' means 0.90x..1.05x)"
-  std::string describe() const {
-    if (pairs.empty() || per_run.empty())
-      return "no stretches (give more --mb)";
-    auto sorted = pairs;
-    std::sort(sorted.begin(), sorted.end());
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(3) << median(pairs) << "x (" << pairs.size()
-       << " pairs, quartiles " << sorted[sorted.size() / 4] << "x.."
-       << sorted[sorted.size() * 3 / 4] << "x; runs' means "
-       << *std::min_element(per_run.begin(), per_run.end()) << "x.."
-       << *std::max_element(per_run.begin(), per_run.end()) << "x)";
-    return os.str();
-  }
-};
+/// "0.850x (quartiles 0.70x..1.00x)": the median of one kind's per-round
+/// ratios, and how far they spread.
+std::string describe_ratios(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << v[v.size() / 2] << "x (quartiles "
+     << v[v.size() / 4] << "x.." << v[v.size() * 3 / 4] << "x)";
+  return os.str();
+}
 
 /// --synthetic: a reader worker that parses nothing: for each file name it
 /// takes, it emits `synthetic` rows of y = 1 in batches of read_batch, so
@@ -330,25 +305,18 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   int64_t n = 0;
   int64_t batches = 0;
   bool smaller_seen = false;
-  auto stretch = a.stretches ? 2 * a.checkpoint_every : 0;
-  auto stretch_start = clock_type::now();
+  auto last_batch = clock_type::now();
   try {
     for (;;) {
       auto batch = per_call ? b.next(in) : streamed->pull();
       ++batches;
-      // Stretch k covers the batches after k * stretch up to (k + 1) * stretch;
-      // odd ones checkpoint at their start and halfway, so that what a
-      // checkpoint costs after its call (its file written) falls in them.
-      bool checkpointing = stretch == 0 || (batches / stretch) % 2 == 1;
-      if (costs && stretch > 0 && batches % stretch == 0) {
-        auto took = seconds_since(stretch_start);
-        stretch_start = clock_type::now();
-        if (batches > 2 * stretch) { // the first two: the pipeline filling
-          costs->stretches.emplace_back(took, (batches / stretch) % 2 == 0);
-        }
+      if (costs) {
+        auto now = clock_type::now();
+        costs->add_batch(batches,
+                         std::chrono::duration<double>(now - last_batch).count());
+        last_batch = now;
       }
-      if (costs && checkpointing && !a.no_checkpoints &&
-          batches % a.checkpoint_every == 0) {
+      if (costs && a.checkpoint_every > 0 && batches % a.checkpoint_every == 0) {
         auto c0 = clock_type::now();
         if (a.snapshots_only)
           pipe.snapshot(batches);
@@ -418,91 +386,113 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
   return rc;
 }
 
-/// --checkpoint-every: rounds of the pipeline without checkpoints and with
-/// one every N batches (consumed per call, as a trainer that checkpoints
-/// does), alternating; then the checkpoint of a full shuffle buffer of
-/// 10,000 rows. Returns the exit code (1: a run lost or added a row).
+/// --checkpoint-every: rounds of four runs of the pipeline (consumed per
+/// call, as a trainer that checkpoints does), side by side: without
+/// checkpoints (0), with one every N batches (1), with a snapshot and no
+/// file every N batches (2), and without checkpoints again (3), whose ratio
+/// to the first shows how far two runs differ when nothing does. Which runs
+/// first turns. Then the checkpoint of a full shuffle buffer of 10,000 rows.
+/// Returns the exit code (1: a run lost or added a row).
+///
+/// Whole runs, not stretches of one run: a checkpoint slows the pipeline
+/// well after its call returns (the time per batch stays higher through the
+/// 1,000 batches that follow it), so stretches without checkpoints beside
+/// ones with them pay part of their cost and hide it.
 int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& files,
                       pipeline_args a, int rounds, int64_t rows, double sum_want) {
   a.consume = "per-call";
   int rc = 0;
-  std::vector<double> ratios, plain_rates, ckpt_rates, longest, mean;
-  pooled_stretches with_files, snapshots, control;
-  cpu_per_example cpu_ns[2];
+  constexpr int kinds = 4;
+  const char* const names[kinds] = {"without", "with", "snapshots", "without again"};
+  std::vector<double> rate[kinds], ratio[kinds], after_us[kinds], rest_us[kinds];
+  std::vector<double> longest, mean, writer_cpu;
+  cpu_per_example cpu_ns[2]; // without, with
   uintmax_t bytes = 0;
   auto every = a.checkpoint_every;
   for (int round = 0; round < rounds; ++round) {
-    double rate[2] = {0, 0};
-    // Five runs: without checkpoints (0), with (1), and with them in every
-    // other stretch (2), or snapshots without files there (3), or nothing
-    // there (4: the control). Which runs first turns: a round's later runs
-    // find the files in the page cache and the earlier ones' garbage freed.
-    for (int k = 0; k < 5; ++k) {
-      int kind = (k + round) % 5;
-      int with = kind == 0 ? 0 : 1;
+    double round_rate[kinds] = {};
+    for (int k = 0; k < kinds; ++k) {
+      int kind = (k + round) % kinds;
+      bool with = kind == 1 || kind == 2;
       a.checkpoint_every = with ? every : 0;
-      a.stretches = kind >= 2;
-      a.snapshots_only = kind == 3;
-      a.no_checkpoints = kind == 4;
+      a.snapshots_only = kind == 2;
       double sum = 0;
       cpu_split cpu;
       checkpoint_costs costs;
+      costs.period = every; // the same batches timed in every kind
       auto t0 = clock_type::now();
-      auto n = quern_pipeline(sys, files, a, sum, cpu, with ? &costs : nullptr);
+      auto n = quern_pipeline(sys, files, a, sum, cpu, &costs);
+      auto secs = seconds_since(t0);
       if (n != rows || std::abs(sum - sum_want) > 1e-6 * std::abs(sum_want) + 1) {
         std::cerr << "bench_reading_pipeline: " << n << " of " << rows << " rows\n";
         rc = 1;
       }
-      if (kind >= 2) {
-        (kind == 2 ? with_files : kind == 3 ? snapshots : control).add(costs);
-        continue;
-      }
-      rate[with] = n / seconds_since(t0);
-      cpu_ns[with].add(cpu, n);
-      if (with) {
+      round_rate[kind] = n / secs;
+      rate[kind].push_back(n / secs);
+      after_us[kind].push_back(costs.after_us());
+      rest_us[kind].push_back(costs.rest_us());
+      if (kind == 0 || kind == 1)
+        cpu_ns[kind].add(cpu, n);
+      if (kind == 1) {
         longest.push_back(costs.longest);
         mean.push_back(costs.count ? costs.total / costs.count : 0);
+        writer_cpu.push_back(costs.count ? cpu.writer / costs.count : 0);
         bytes = costs.bytes;
         std::cout << std::setprecision(0) << "round " << round + 1 << ": " << costs.count
                   << " checkpoints, longest stall " << std::setprecision(1)
                   << 1e3 * costs.longest << " ms\n";
       }
     }
-    plain_rates.push_back(rate[0]);
-    ckpt_rates.push_back(rate[1]);
-    ratios.push_back(rate[1] / rate[0]);
+    for (int kind = 1; kind < kinds; ++kind)
+      ratio[kind].push_back(round_rate[kind] / round_rate[0]);
   }
-  std::cout << std::fixed << std::setprecision(0) << "pipeline (" << a.readers
-            << " readers, shuffle_batch_join " << a.batch_size
-            << ", per-call): " << median(plain_rates)
-            << " examples/s without checkpoints, " << median(ckpt_rates)
-            << " with one every " << every << " batches"
-            << (a.sync_every > 1 ? ", every " + std::to_string(a.sync_every) + " synced"
-                                 : std::string{})
-            << "\n"
-            << std::setprecision(1) << "  checkpoint: " << 1e3 * median(mean)
-            << " ms on average, longest consumer stall " << 1e3 * median(longest)
-            << " ms, " << bytes / 1e3 << " kB (medians)\n"
-            << std::setprecision(0) << "  CPU per example: " << median(cpu_ns[0].total)
-            << " ns without checkpoints, " << median(cpu_ns[1].total)
-            << " ns with them (medians; readers " << median(cpu_ns[0].detached) << " / "
-            << median(cpu_ns[1].detached) << ", queue actors "
-            << median(cpu_ns[0].scheduler) << " / " << median(cpu_ns[1].scheduler)
-            << ", consumer " << median(cpu_ns[0].consumer) << " / "
-            << median(cpu_ns[1].consumer) << ")\n"
-            << std::setprecision(3)
-            << "ratio of separate runs with checkpoints / without: " << median(ratios)
-            << "x (median of " << rounds << " rounds, turning which runs first; rounds "
-            << *std::min_element(ratios.begin(), ratios.end()) << "x.."
-            << *std::max_element(ratios.begin(), ratios.end()) << "x)\n"
-            << "ratio of stretches of " << 2 * every
-            << " batches within one run, with checkpoints / without, pooled over "
-            << rounds
-            << " runs, the median of each stretch with them against the two beside it:\n "
-               " files: "
-            << with_files.describe()
-            << "\n  snapshots and no files: " << snapshots.describe()
-            << "\n  control, no checkpoint in either: " << control.describe() << "\n";
+  std::cout
+      << std::fixed << std::setprecision(0) << "pipeline (" << a.readers
+      << " readers, shuffle_batch_join " << a.batch_size
+      << ", per-call): " << median(rate[0]) << " examples/s without checkpoints, "
+      << median(rate[1]) << " with one every " << every << " batches"
+      << (a.sync_every > 1 ? ", every " + std::to_string(a.sync_every) + " synced"
+                           : std::string{})
+      << "\n"
+      << std::setprecision(1) << "  checkpoint: " << 1e3 * median(mean)
+      << " ms on average, longest consumer stall " << 1e3 * median(longest) << " ms, "
+      << bytes / 1e3 << " kB, its file written in " << 1e3 * median(writer_cpu)
+      << " ms of the writer thread's CPU (medians)\n"
+      << std::setprecision(0) << "  CPU per example: " << median(cpu_ns[0].total)
+      << " ns without checkpoints, " << median(cpu_ns[1].total)
+      << " ns with them (medians; readers " << median(cpu_ns[0].detached) << " / "
+      << median(cpu_ns[1].detached) << ", queue actors " << median(cpu_ns[0].scheduler)
+      << " / " << median(cpu_ns[1].scheduler) << ", consumer "
+      << median(cpu_ns[0].consumer) << " / " << median(cpu_ns[1].consumer) << ")\n"
+      << "throughput against the run without checkpoints of the same round (median of "
+      << rounds << " rounds):\n";
+  for (int kind = 1; kind < kinds; ++kind)
+    std::cout << "  " << names[kind]
+              << (kind == 1 ? ", a checkpoint every " + std::to_string(every) + " batches"
+                  : kind == 2 ? ", a snapshot and no file every " +
+                                    std::to_string(every) + " batches"
+                              : " (how far two runs differ when nothing does)")
+              << ": " << describe_ratios(ratio[kind]) << "\n";
+  // The same from the batches' times: per kind, the median over its runs of
+  // each part of a period; a slow moment of the machine moves one run's
+  // figure, and a median of runs far less than a ratio of two.
+  auto after = std::max<int64_t>(1, every / 20);
+  auto per_batch = [&](int kind) {
+    return (median(after_us[kind]) * static_cast<double>(after) +
+            median(rest_us[kind]) * static_cast<double>(every - after)) /
+           static_cast<double>(every);
+  };
+  std::cout << std::setprecision(1) << "time per batch (µs, medians of the runs), in the "
+            << after << " batches after each " << every << "th / in the rest:";
+  for (int kind = 0; kind < kinds; ++kind)
+    std::cout << (kind ? "," : "") << " " << names[kind] << " " << median(after_us[kind])
+              << " / " << median(rest_us[kind]);
+  std::cout << std::setprecision(3)
+            << "\n  throughput from these times, against without: ";
+  for (int kind = 1; kind < kinds; ++kind)
+    std::cout << (kind > 1 ? ", " : "") << names[kind] << " "
+              << per_batch(0) / per_batch(kind) << "x";
+  std::cout << "\n";
 
   // A full shuffle buffer of 10,000 rows of the flagship's three floats.
   pipeline_options popts;
