@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <pthread.h>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
