@@ -79,9 +79,8 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
         if (!late.empty()) {
           resume();
           return make_error(error_code::deadline_exceeded,
-                            "worker(s) " + late_workers(late) +
-                                " of checkpoint member '" + ms.member +
-                                "' did not pause within " + seconds(limit));
+                            "worker(s) " + listed(late) + " of checkpoint member '" +
+                                ms.member + "' did not pause within " + seconds(limit));
         }
         caf::delayed_anon_send(caf::actor_cast<checkpoint_member_actor>(self),
                                hold_of(limit), member_resume_atom::value, token);

@@ -188,18 +188,18 @@ void wait_written(consumer::state& st) {
     st.last_synced = written;
 }
 
-std::string joined(const std::vector<std::string>& names) {
+std::string listed(const std::vector<std::string>& entries) {
   std::string out;
-  for (auto& n : names)
-    out += (out.empty() ? "'" : ", '") + n + "'";
+  for (auto& e : entries)
+    out += (out.empty() ? "" : ", ") + e;
   return out;
 }
 
-std::string late_workers(const std::vector<std::string>& late) {
-  std::string out;
-  for (auto& w : late)
-    out += (out.empty() ? "" : ", ") + w;
-  return out;
+std::string joined(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (auto& n : names)
+    quoted.push_back("'" + n + "'");
+  return listed(quoted);
 }
 
 /// How long a member stays paused at most: its runners pause within
@@ -279,8 +279,7 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     members.resume();
     std::string why;
     if (!late.empty())
-      why = "worker(s) " + late_workers(late) + " did not pause within " +
-            seconds(limit) +
+      why = "worker(s) " + listed(late) + " did not pause within " + seconds(limit) +
             " (a blocking op waits inside its run for something that does not come, "
             "e.g. a dequeue from an empty queue, or the rows it streamed did not "
             "reach their queue; docs/resume.md)";

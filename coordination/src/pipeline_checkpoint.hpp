@@ -56,11 +56,11 @@ std::vector<registration> members_of(caf::actor_system& sys,
 /// Waits until the checkpoint file being written is on disk and throws its
 /// write's error; the caller holds st.checkpoint_mtx.
 void wait_written(consumer::state& st);
+/// `a, b`: entries as they are, e.g. pause_all's late workers, each named
+/// in quotes already, with the worker's reason when it gave one.
+std::string listed(const std::vector<std::string>& entries);
 /// `'a', 'b'`.
 std::string joined(const std::vector<std::string>& names);
-/// pause_all's late workers, `'a', 'b' (why)`: each is named in quotes
-/// already, with the worker's reason when it gave one.
-std::string late_workers(const std::vector<std::string>& late);
 /// How long a member stays paused at most (see checkpoint_members.cpp).
 caf::timespan hold_of(caf::timespan limit);
 
