@@ -213,10 +213,13 @@ struct checkpoint_costs {
   double after_seconds = 0, rest_seconds = 0;
   int64_t after_batches = 0, rest_batches = 0;
 
+  /// The batches counted as right after a period's start.
+  static int64_t after_span(int64_t period) { return std::max<int64_t>(1, period / 20); }
+
   void add_batch(int64_t batch, double seconds) {
     if (period <= 0 || batch <= 2 * period)
       return;
-    if ((batch - 1) % period < std::max<int64_t>(1, period / 20)) {
+    if ((batch - 1) % period < after_span(period)) {
       after_seconds += seconds;
       ++after_batches;
     } else {
@@ -416,7 +419,6 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   uintmax_t bytes = 0;
   auto every = a.checkpoint_every;
   for (int round = 0; round < rounds; ++round) {
-    double round_rate[kinds] = {};
     for (int k = 0; k < kinds; ++k) {
       // Each kind runs first once in four rounds and follows each other kind
       // once (a Williams square): a run that leaves the machine slower for the
@@ -438,7 +440,6 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
         std::cerr << "bench_reading_pipeline: " << n << " of " << rows << " rows\n";
         rc = 1;
       }
-      round_rate[kind] = n / secs;
       rate[kind].push_back(n / secs);
       after_us[kind].push_back(costs.after_us());
       rest_us[kind].push_back(costs.rest_us());
@@ -455,7 +456,7 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
       }
     }
     for (int kind = 1; kind < kinds; ++kind)
-      ratio[kind].push_back(round_rate[kind] / round_rate[0]);
+      ratio[kind].push_back(rate[kind].back() / rate[0].back());
   }
   std::cout
       << std::fixed << std::setprecision(0) << "pipeline (" << a.readers
@@ -487,7 +488,7 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   // The same from the batches' times: per kind, the median over its runs of
   // each part of a period; a slow moment of the machine moves one run's
   // figure, and a median of runs far less than a ratio of two.
-  auto after = std::max<int64_t>(1, every / 20);
+  auto after = checkpoint_costs::after_span(every);
   auto per_batch = [&](int kind) {
     return (median(after_us[kind]) * static_cast<double>(after) +
             median(rest_us[kind]) * static_cast<double>(every - after)) /
