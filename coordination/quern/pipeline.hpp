@@ -113,6 +113,10 @@ struct pipeline_snapshot {
   /// name (pipeline::checkpoint_members_of): `queue/<name>` (the bytes of
   /// encode_queue_state) and `part/<name>`, as each member took them.
   std::map<std::string, std::map<std::string, std::string>> members;
+  /// The batches that this pipeline's batch readers (make_batch_reader) had
+  /// received and not handed out, by their queue's name, oldest first: a
+  /// restored pipeline's reader of that queue hands them out first (RS-17).
+  std::map<std::string, std::vector<element>> held;
 };
 
 class pipeline;
@@ -209,6 +213,20 @@ public:
 
   /// A consumer of `q` with the starvation diagnosis.
   consumer make_consumer(queue_actor q) const;
+  /// A batch_reader of `q` (quern/blocking_queue.hpp: demand for `window`
+  /// batches kept granted, the fast way to take batches) whose batches
+  /// received and not yet handed out are in this pipeline's checkpoints
+  /// (RS-17): a snapshot withdraws its demand and keeps copies of them (the
+  /// reader still hands them out), and the reader of `q` that a restored
+  /// pipeline makes hands them out first, before anything of the queue. One
+  /// made with a batch size or cut those batches do not fit gives them back
+  /// to the front of the queue instead, as a consumer (make_consumer) of the
+  /// queue does: each row is still delivered once. Threads may share the
+  /// reader; a snapshot waits for a pull() of another thread at most
+  /// options().checkpoint_pause_limit. No starvation diagnosis on this path.
+  batch_reader make_batch_reader(queue_actor q, int32_t batch_size,
+                                 batch_cut cut = batch_cut::any_size,
+                                 size_t window = 64) const;
 
   /// Why a dequeue on `q` may never be served (empty when a started runner
   /// is still feeding it); `never_started` tells whether its runners exist

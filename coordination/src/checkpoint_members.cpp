@@ -27,6 +27,12 @@ namespace {
 /// runners are paused.
 std::map<std::string, std::string> member_sections(caf::actor_system& sys,
                                                    const consumer::state& st) {
+  // A member's batches on their way to a reader are not taken: refused.
+  for (auto& [q, stream] : live_readers(st))
+    throw failed_precondition_error(
+        "the batch reader of queue '" + name_of(sys, st, q) +
+        "' (make_batch_reader) is of a checkpoint member, whose checkpoint does not take "
+        "the batches it holds (take batches with make_consumer there)");
   std::map<std::string, std::string> out;
   for (auto& [name, q] : snapshot_queues(sys, queues_of(sys, st)))
     out.emplace("queue/" + name, encode_queue_state(q));

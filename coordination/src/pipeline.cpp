@@ -10,6 +10,7 @@
 
 #include "quern/detail/starvation.hpp"
 
+#include "pipeline_checkpoint.hpp"
 #include "pipeline_state.hpp"
 
 namespace quern {
@@ -183,6 +184,13 @@ pipeline::~pipeline() {
     std::cerr << "quern: warning: checkpoint '" << state_->writing_path
               << "' was not written: " << e.what() << '\n';
   }
+  // Restored batches that no batch reader took were never handed out.
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  for (auto& [name, batches] : state_->restored_held)
+    std::cerr << "quern: warning: " << batches.size()
+              << " batches restored for the batch reader of queue '" << name
+              << "' were never handed out: the restored pipeline made no batch reader "
+                 "of that queue (make_batch_reader)\n";
 }
 
 void pipeline::add_queue_runner(queue_runner qr) {
@@ -242,6 +250,9 @@ std::vector<std::pair<std::string, pipeline_setting>> pipeline::settings() const
 }
 
 consumer pipeline::make_consumer(queue_actor q) const {
+  // A restored snapshot's batches held by a batch reader of q are handed out
+  // by a batch reader of q, not by this consumer (RS-17).
+  pipeline_ckpt::refuse_if_held(sys_, *state_, q, "a consumer (make_consumer)");
   std::shared_ptr<detail::consumer_meter> meter;
   if (opts_.telemetry)
     meter = std::make_shared<detail::consumer_meter>(q);

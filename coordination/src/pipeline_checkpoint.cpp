@@ -34,7 +34,6 @@ bool across_processes(const consumer::state& st) {
   return !st.member_name.empty() || st.members_of;
 }
 
-/// A queue's checkpoint name: asked of the queue once, then remembered.
 std::string name_of(caf::actor_system& sys, const consumer::state& st,
                     const queue_actor& q) {
   if (auto known = detail::known_name(st, q))
@@ -256,6 +255,13 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
     std::lock_guard<std::mutex> guard{state_->mtx};
     coord = state_->members_of;
   }
+  auto not_taken = [step](const std::string& why) {
+    return "checkpoint at step " + std::to_string(step) + " not taken: " + why +
+           "; nothing was saved and the pipeline runs on";
+  };
+  // The batch readers first, while the runners still run: a pull() of
+  // another thread ends as rows come.
+  auto readers = settle_readers(sys_, *state_, limit, not_taken);
   // The members of other processes pause with this pipeline's runners:
   // their requests go out first (RS-12).
   members_pause members{sys_, coord, limit};
@@ -285,11 +291,12 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
             "reach their queue; docs/resume.md)";
     for (auto& f : failed)
       why += (why.empty() ? "" : "; ") + f;
-    throw deadline_exceeded_error("checkpoint at step " + std::to_string(step) +
-                                  " not taken: " + why +
-                                  "; nothing was saved and the pipeline runs on");
+    throw deadline_exceeded_error(not_taken(why));
   }
   s.step = step;
+  for (auto& [name, batches] : readers.held)
+    if (!batches.empty())
+      s.held.emplace(name, std::move(batches));
   s.queues = snapshot_queues(self, queues);
   for (auto& p : parts)
     s.parts.emplace(p.name, p.save());
@@ -297,10 +304,10 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   auto ran_on = members.resume();
   if (!ran_on.empty())
     throw deadline_exceeded_error(
-        "checkpoint at step " + std::to_string(step) + " not taken: member(s) " +
-        joined(ran_on) + " ran again on their own before it was complete (they hold a " +
-        "pause at most " + seconds(hold_of(limit)) +
-        "); nothing was saved and the pipeline runs on");
+        not_taken("member(s) " + joined(ran_on) +
+                  " ran again on their own before it was complete (they hold a pause at "
+                  "most " +
+                  seconds(hold_of(limit)) + ")"));
   return s;
 }
 
@@ -337,51 +344,20 @@ void pipeline::restore(const pipeline_snapshot& s) {
   for (auto& [name, bytes] : s.parts)
     if (!part_names.count(name))
       throw missing("part", name, "of the checkpoint is not in this pipeline");
+  for (auto& [name, batches] : s.held)
+    if (!queues.count(name))
+      throw missing("queue", name,
+                    "whose batch reader held batches is not in this pipeline");
   for (auto& [name, q] : queues)
     blocking_queue{sys_, q}.restore(s.queues.at(name));
   for (auto& p : parts)
     p.restore(s.parts.at(p.name));
   std::lock_guard<std::mutex> guard{state_->mtx};
+  state_->restored_held = s.held;
   state_->restored_step = s.step;
   state_->restored_members.clear();
   for (auto& kv : s.members)
     state_->restored_members.push_back(kv.first);
-}
-
-checkpoint_contents pipeline::to_checkpoint(const pipeline_snapshot& s) {
-  checkpoint_contents c;
-  c.step = s.step;
-  for (auto& [name, q] : s.queues)
-    c.sections.emplace("queue/" + name, encode_queue_state(q));
-  for (auto& [name, bytes] : s.parts)
-    c.sections.emplace("part/" + name, bytes);
-  for (auto& [member, sections] : s.members)
-    for (auto& [section, bytes] : sections)
-      c.sections.emplace("member/" + member + "/" + section, bytes);
-  return c;
-}
-
-pipeline_snapshot pipeline::from_checkpoint(const checkpoint_contents& c) {
-  pipeline_snapshot s;
-  s.step = c.step;
-  for (auto& [section, bytes] : c.sections) {
-    if (section.rfind("queue/", 0) == 0) {
-      auto name = section.substr(6);
-      s.queues.emplace(
-          name, decode_queue_state(bytes, "the checkpoint of queue '" + name + "'"));
-    } else if (section.rfind("part/", 0) == 0) {
-      s.parts.emplace(section.substr(5), bytes);
-    } else if (auto slash = section.find('/', 7);
-               section.rfind("member/", 0) == 0 && slash != std::string::npos &&
-               slash > 7 &&
-               (section.compare(slash + 1, 6, "queue/") == 0 ||
-                section.compare(slash + 1, 5, "part/") == 0)) {
-      s.members[section.substr(7, slash - 7)].emplace(section.substr(slash + 1), bytes);
-    } else {
-      throw data_loss_error("a pipeline checkpoint has no section '" + section + "'");
-    }
-  }
-  return s;
 }
 
 std::string pipeline::checkpoint(int64_t step) {

@@ -3,8 +3,10 @@
 // What a pipeline's checkpoint (pipeline_checkpoint.cpp) and its members of
 // other processes (checkpoint_members.cpp) share; private to coordination/.
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ std::string seconds(caf::timespan t);
 /// another's, or it pauses members of other processes. Then the queues of
 /// other processes are left to their own process's member.
 bool across_processes(const consumer::state& st);
+/// A queue's checkpoint name: asked of the queue once, then remembered.
+std::string name_of(caf::actor_system& sys, const consumer::state& st,
+                    const queue_actor& q);
 /// The queues of a pipeline (its runners' and its consumers'), each once,
 /// by checkpoint name; a queue of another process is refused (RS-11), or
 /// left out across processes.
@@ -61,6 +66,33 @@ void wait_written(consumer::state& st);
 std::string listed(const std::vector<std::string>& entries);
 /// `'a', 'b'`.
 std::string joined(const std::vector<std::string>& names);
+// -- the batches of batch readers (held_batches.cpp, RS-17) ----------------------
+
+/// The batch readers of make_batch_reader that are still alive.
+std::vector<std::pair<queue_actor, std::shared_ptr<detail::pull_stream>>>
+live_readers(const consumer::state& st);
+/// The batch readers settled for a snapshot: each locked (no pull of
+/// another thread runs) with its demand withdrawn, until this is destroyed;
+/// the batches they held, by queue name.
+struct settled_readers {
+  std::vector<std::unique_lock<std::timed_mutex>> locks;
+  std::map<std::string, std::vector<element>> held;
+};
+/// Throws deadline_exceeded_error, `not_taken(why)`, when a reader's pull()
+/// of another thread holds it past `limit`, and failed_precondition_error
+/// for a reader of a queue of another process.
+settled_readers
+settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
+               const std::function<std::string(const std::string&)>& not_taken);
+/// Whether held batches fit a reader of `batch_size` and `cut`: it would
+/// have handed out each of them itself.
+bool fits(const std::vector<element>& batches, int32_t batch_size, batch_cut cut);
+/// Throws failed_precondition_error if a restored snapshot holds batches of
+/// a batch reader of `q` that no batch reader took yet: `instead` (`a
+/// consumer`) would not hand them out.
+void refuse_if_held(caf::actor_system& sys, const consumer::state& st,
+                    const queue_actor& q, const std::string& instead);
+
 /// How long a member stays paused at most (see checkpoint_members.cpp).
 caf::timespan hold_of(caf::timespan limit);
 

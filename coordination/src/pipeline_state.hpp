@@ -53,6 +53,17 @@ struct consumer::state {
   /// Queues handed to consumers (make_consumer): checkpointed with the
   /// runners' queues.
   std::vector<queue_actor> consumed;
+  /// The batch readers of make_batch_reader, whose held batches a snapshot
+  /// takes (RS-17): gone ones are dropped by the next snapshot.
+  struct reader {
+    queue_actor queue;
+    std::weak_ptr<detail::pull_stream> stream;
+  };
+  std::vector<reader> readers;
+  /// A restored snapshot's held batches, by queue name, until a batch reader
+  /// of the queue takes them or a consumer or the pipeline's end gives them
+  /// back to the queue.
+  std::map<std::string, std::vector<element>> restored_held;
   struct part {
     std::string name;
     std::function<std::string()> save;

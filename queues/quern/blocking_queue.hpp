@@ -108,7 +108,9 @@ public:
     self->receive(std::move(on_answer), [&](caf::down_msg& dm) { queue_lost(dm); });
   }
 
-  std::mutex mtx; // held through a reader's calls
+  /// Held through a reader's calls; timed, so that a pipeline checkpoint
+  /// waits for another thread's pull() a bounded time (pull_stream::settle).
+  std::timed_mutex mtx;
   caf::scoped_actor self;
   queue_actor queue;
   credit_ledger ledger;
@@ -140,9 +142,21 @@ public:
   /// try_pull(), throwing the error that ended the data at its end.
   element pull();
 
+  /// For a pipeline checkpoint (pipeline::make_batch_reader); the caller
+  /// holds `mtx`. Withdraws the demand out and waits for its answers, so
+  /// that nothing more is on its way from the queue, and returns a copy of
+  /// the units received and not handed out yet, oldest first (they stay
+  /// here). The next pull grants again.
+  std::vector<element> settle();
+  /// Units handed out before any the queue sends (a restored checkpoint's),
+  /// oldest first; the caller holds `mtx`.
+  void prefill(std::vector<element> units);
+
 private:
   void grant();
   void await_one();
+  /// Withdraws the demand out and receives its answers.
+  void withdraw();
 
   /// Tells a queue of another process how many units the caller's code has
   /// taken (taken, remote_queue_actor): its relay keeps the rest, and gives
@@ -324,13 +338,20 @@ public:
                batch_cut cut = batch_cut::any_size, size_t window = 64);
   batch_reader(const batch_reader&) = delete;
   batch_reader& operator=(const batch_reader&) = delete;
+  /// A reader moved from is not used again.
+  batch_reader(batch_reader&&) noexcept = default;
+  batch_reader& operator=(batch_reader&&) noexcept = default;
 
   /// The next batch; throws out_of_range_error at the end of data.
   element pull();
   std::optional<element> try_pull();
 
+  /// Its stream, shared with a pipeline whose checkpoints take the batches
+  /// it holds (pipeline::make_batch_reader).
+  const std::shared_ptr<detail::pull_stream>& stream() const noexcept { return stream_; }
+
 private:
-  detail::pull_stream stream_;
+  std::shared_ptr<detail::pull_stream> stream_;
 };
 
 } // namespace quern

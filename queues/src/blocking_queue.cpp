@@ -166,16 +166,11 @@ std::vector<element> rows_of(std::deque<element>& units, bool as_rows) {
 }
 
 pull_stream::~pull_stream() {
-  std::lock_guard<std::mutex> guard{mtx};
+  std::lock_guard<std::timed_mutex> guard{mtx};
   if (queue_down)
     return;
-  // Withdraw the pulls still waiting; each is answered (with what was
-  // already on its way, or with cancelled), then everything received but
-  // not handed out goes back to the front of the queue.
-  if (!ledger.empty())
-    self->send(queue, unpull_atom::value);
-  while (!ledger.empty() && !queue_down)
-    await_one();
+  // Once nothing more is on its way, what it holds goes back to the front.
+  withdraw();
   if (queue_down)
     return;
   // What it holds goes back, then all it received is confirmed (what went
@@ -228,7 +223,7 @@ void pull_stream::await_one() {
 }
 
 std::optional<element> pull_stream::try_pull() {
-  std::lock_guard<std::mutex> guard{mtx};
+  std::lock_guard<std::timed_mutex> guard{mtx};
   while (items_.empty()) {
     if (end && !more_after(end))
       return std::nullopt;
@@ -251,12 +246,31 @@ std::optional<element> pull_stream::try_pull() {
   return x;
 }
 
+void pull_stream::withdraw() {
+  // Each pull still waiting is answered, with what was already on its way
+  // or with cancelled; then nothing more comes.
+  if (!ledger.empty() && !queue_down)
+    self->send(queue, unpull_atom::value);
+  while (!ledger.empty() && !queue_down)
+    await_one();
+}
+
+std::vector<element> pull_stream::settle() {
+  withdraw();
+  return {items_.begin(), items_.end()};
+}
+
+void pull_stream::prefill(std::vector<element> units) {
+  items_.insert(items_.begin(), std::make_move_iterator(units.begin()),
+                std::make_move_iterator(units.end()));
+}
+
 element pull_stream::pull() {
   auto x = try_pull();
   if (!x) {
     caf::error err;
     {
-      std::lock_guard<std::mutex> guard{mtx}; // another thread may be pulling
+      std::lock_guard<std::timed_mutex> guard{mtx}; // another thread may be pulling
       err = end;
     }
     throw_error(err);
@@ -470,16 +484,17 @@ size_t checked_batch_window(size_t window) {
 // and of the queue per row).
 batch_reader::batch_reader(caf::actor_system& sys, queue_actor q, int32_t batch_size,
                            batch_cut cut, size_t window)
-    : stream_(sys, std::move(q), "batch_reader", batches_demand(batch_size, cut),
-              checked_batch_window(window), window - window / 2,
-              std::numeric_limits<size_t>::max()) {}
+    : stream_(std::make_shared<detail::pull_stream>(
+          sys, std::move(q), "batch_reader", batches_demand(batch_size, cut),
+          checked_batch_window(window), window - window / 2,
+          std::numeric_limits<size_t>::max())) {}
 
 element batch_reader::pull() {
-  return stream_.pull();
+  return stream_->pull();
 }
 
 std::optional<element> batch_reader::try_pull() {
-  return stream_.try_pull();
+  return stream_->try_pull();
 }
 
 } // namespace quern

@@ -87,4 +87,16 @@ inline bool consume(consumer& in, const batched& b, std::optional<int> steps,
   return true;
 }
 
+/// The same from a batch reader (pipeline::make_batch_reader).
+inline bool consume(batch_reader& in, std::optional<int> steps, values& out) {
+  for (int i = 0; !steps || i < *steps; ++i) {
+    auto batch = in.try_pull();
+    if (!batch)
+      return false;
+    for (auto x : (*batch)[0].to_vector<int32_t>())
+      out.push_back(x);
+  }
+  return true;
+}
+
 } // namespace quern::test
