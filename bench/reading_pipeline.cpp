@@ -309,8 +309,8 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   auto in = pipe.make_consumer(b.queue);
   std::unique_ptr<batch_reader> streamed;
   if (!per_call)
-    streamed = std::make_unique<batch_reader>(sys, b.queue, a.batch_size,
-                                              any_size ? batch_cut::any_size : b.cut());
+    streamed = std::make_unique<batch_reader>(pipe.make_batch_reader(
+        b.queue, a.batch_size, any_size ? batch_cut::any_size : b.cut()));
   int64_t n = 0;
   int64_t batches = 0;
   bool smaller_seen = false;
@@ -409,7 +409,6 @@ int pipeline_rounds(const std::vector<std::string>& names, const pipeline_args& 
 /// ones with them pay part of their cost and hide it.
 int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& files,
                       pipeline_args a, int rounds, int64_t rows, double sum_want) {
-  a.consume = "per-call";
   int rc = 0;
   constexpr int kinds = 4;
   const char* const names[kinds] = {"without", "with", "snapshots", "without again"};
@@ -460,8 +459,8 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   }
   std::cout
       << std::fixed << std::setprecision(0) << "pipeline (" << a.readers
-      << " readers, shuffle_batch_join " << a.batch_size
-      << ", per-call): " << median(rate[0]) << " examples/s without checkpoints, "
+      << " readers, shuffle_batch_join " << a.batch_size << ", consumed " << a.consume
+      << "): " << median(rate[0]) << " examples/s without checkpoints, "
       << median(rate[1]) << " with one every " << every << " batches"
       << (a.sync_every > 1 ? ", every " + std::to_string(a.sync_every) + " synced"
                            : std::string{})
@@ -602,14 +601,16 @@ int main(int argc, char** argv) {
       "with --checkpoint-every: where the checkpoint files go (default: beside the CSV "
       "files; a tmpfs directory shows the cost without the disk's syncs)")(
       "checkpoint-every", po::value<int64_t>(&a.checkpoint_every)->default_value(0),
-      "measure pipeline checkpoints: the pipeline consumed per call without checkpoints "
-      "and with one every N batches, and the checkpoint of a 10,000-row shuffle buffer")(
+      "measure pipeline checkpoints: the pipeline (consumed as --consume says) without "
+      "checkpoints and with one every N batches, and the checkpoint of a 10,000-row "
+      "shuffle buffer")(
       "checkpoint-sync-every", po::value<int>(&a.sync_every)->default_value(1),
       "with --checkpoint-every: pipeline_options::sync_checkpoints_every (1: every "
       "checkpoint file synced to disk)")(
       "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
-      "how the consumer takes batches: stream (a batch_reader with b.cut(): exact "
-      "batches, demand for several kept granted), per-call (one dequeue_up_to request "
+      "how the consumer takes batches: stream (the pipeline's batch_reader with "
+      "b.cut(): exact batches, demand for several kept granted), per-call (one "
+      "dequeue_up_to request "
       "per batch, TF's call), any-size (a batch_reader handing out 1..batch-size "
       "rows)");
   po::variables_map vm;
