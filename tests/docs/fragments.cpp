@@ -483,6 +483,20 @@ try {
 // docs-snippet-end
 }
 
+void resume_batch_reader(quern::pipeline& pipe, const quern::batched& batch,
+                         const std::function<void(const quern::element&)>& train) {
+// docs-snippet-begin: resume-batch-reader
+// Demand for 64 batches kept granted; what it holds is in each checkpoint.
+auto reader = pipe.make_batch_reader(batch.queue, batch.batch_size, batch.cut());
+int64_t step = pipe.restored_step();
+while (auto b = reader.try_pull()) {  // nullopt at the end of the last epoch
+  train(*b);
+  if (++step % 1000 == 0)
+    pipe.checkpoint(step);
+}
+// docs-snippet-end
+}
+
 void resume_shared(quern::pipeline& pipe, int64_t step_a, int64_t step_b) {
 // docs-snippet-begin: resume-shared
 // Threads may share one pipeline: their checkpoints take turns, each file whole.
