@@ -9,6 +9,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include "quern/detail/receipts.hpp"
 #include "quern/error.hpp"
@@ -143,6 +144,12 @@ std::vector<std::string> pause_all(caf::actor_system& sys,
   return pause_all(self, runners, on, limit);
 }
 
+void resume_all(const std::vector<detail::runner_impl_actor>& runners,
+                caf::timespan limit) {
+  for (auto& r : runners)
+    caf::anon_send(r, detail::runner_pause_atom::value, false, limit);
+}
+
 std::map<std::string, queue_state>
 snapshot_queues(caf::scoped_actor& self,
                 const std::map<std::string, queue_actor>& queues) {
@@ -267,14 +274,13 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   members_pause members{sys_, coord, limit};
   caf::scoped_actor self{sys_};
   auto late = pause_all(self, runners, true, limit);
-  // However this ends, the runners run again (and so do the members).
-  // Waited for: once snapshot() returns, every worker runs again.
+  // However this ends, the runners run again (and so do the members): told,
+  // not waited for, as a later pause reaches each runner after it.
   struct resume_at_exit {
-    caf::scoped_actor& self;
     const std::vector<detail::runner_impl_actor>& runners;
     caf::timespan limit;
-    ~resume_at_exit() { pause_all(self, runners, false, limit); }
-  } resume{self, runners, limit};
+    ~resume_at_exit() { resume_all(runners, limit); }
+  } resume{runners, limit};
   std::vector<std::string> failed;
   members.await_paused(failed);
   pipeline_snapshot s;

@@ -47,6 +47,11 @@ std::vector<std::string> pause_all(caf::scoped_actor& self,
 std::vector<std::string> pause_all(caf::actor_system& sys,
                                    const std::vector<detail::runner_impl_actor>& runners,
                                    bool on, caf::timespan limit);
+/// Lets every runner run again (runner_pause, false) without waiting for
+/// its answer: the messages a runner gets are handled in the order they
+/// came, so a later pause reaches it (and its workers) after this resume.
+void resume_all(const std::vector<detail::runner_impl_actor>& runners,
+                caf::timespan limit);
 /// Every queue's rows and state (snapshot_atom), asked of all at once;
 /// throws the first error a queue answered.
 std::map<std::string, queue_state>

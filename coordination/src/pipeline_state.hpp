@@ -102,8 +102,9 @@ struct consumer::state {
   std::string last_synced;
   /// Where checkpoint() writes its files in the background, one after
   /// another: a thread started for each file cost the pipeline more than the
-  /// file. Its tasks hold nothing of this state.
-  detail::task_threads<std::string> writes{"quern.ckpt"};
+  /// file. In the background: woken, it does not preempt the consumer that
+  /// took the checkpoint. Its tasks hold nothing of this state.
+  detail::task_threads<std::string> writes{"quern.ckpt", 1, true};
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

@@ -201,3 +201,20 @@ TEST_CASE("task threads run their tasks in order, under their name, and pass on 
   CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
   CHECK_THROWS_WITH(done.back().get(), "the disk is full");
 }
+
+TEST_CASE("background task threads run as SCHED_BATCH, the others as the process does",
+          "[runtime]") {
+  auto policy_in = [](bool background) {
+    detail::task_threads<int> threads{"quern.test", 1, background};
+    return threads
+        .submit(std::packaged_task<int()>{[] {
+          int policy = -1;
+          sched_param param{};
+          ::pthread_getschedparam(::pthread_self(), &policy, &param);
+          return policy;
+        }})
+        .get();
+  };
+  CHECK(policy_in(true) == SCHED_BATCH);
+  CHECK(policy_in(false) == SCHED_OTHER);
+}

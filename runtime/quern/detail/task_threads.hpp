@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <sched.h>
 
 namespace quern::detail {
 
@@ -21,12 +22,15 @@ namespace quern::detail {
 /// left, then are joined. A task must not own what owns these threads: it
 /// would be destroyed in one of them. The threads carry `name` (at most 15
 /// characters, as Linux keeps), so that top -H, gdb and profilers tell them
-/// from the scheduler's.
+/// from the scheduler's. `background` threads run as Linux's SCHED_BATCH:
+/// woken, they do not preempt the thread that woke them, so work handed to
+/// them (a checkpoint file) runs beside that thread instead of holding it
+/// up; they still get their share of the CPU.
 template <class R>
 class task_threads {
 public:
-  explicit task_threads(std::string name, int count = 1)
-      : name_(std::move(name)), count_(count < 1 ? 1 : count) {}
+  explicit task_threads(std::string name, int count = 1, bool background = false)
+      : name_(std::move(name)), count_(count < 1 ? 1 : count), background_(background) {}
   task_threads(const task_threads&) = delete;
   task_threads& operator=(const task_threads&) = delete;
 
@@ -56,6 +60,12 @@ public:
 private:
   void work() {
     ::pthread_setname_np(::pthread_self(), name_.substr(0, 15).c_str());
+#ifdef SCHED_BATCH
+    if (background_) {
+      sched_param normal{}; // SCHED_BATCH's only priority, 0
+      ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal); // best effort
+    }
+#endif
     for (;;) {
       std::packaged_task<R()> task;
       {
@@ -72,6 +82,7 @@ private:
 
   const std::string name_;
   const int count_;
+  const bool background_;
   std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<std::packaged_task<R()>> tasks_;
