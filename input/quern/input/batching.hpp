@@ -184,10 +184,11 @@ struct batched {
   element next(consumer& in) const;
   element next(blocking_queue& in) const;
 
-  /// The same batches streamed: `batch_reader r{sys, b.queue, b.batch_size,
-  /// b.cut()}` keeps demand for several batches granted at the queue, so the
-  /// consumer rarely waits for a round trip (the fast path; next() is TF's
-  /// call-per-batch). No starvation diagnosis on this path.
+  /// The same batches streamed: `pipe.make_batch_reader(b.queue,
+  /// b.batch_size, b.cut())` keeps demand for several batches granted at the
+  /// queue, so the consumer rarely waits for a round trip (the fast path;
+  /// next() is TF's call-per-batch), and the pipeline's checkpoints save the
+  /// batches it holds. No starvation diagnosis on this path.
   batch_cut cut() const {
     return allow_smaller_final_batch ? batch_cut::dequeue_up_to : batch_cut::dequeue_many;
   }
