@@ -22,6 +22,7 @@
 
 #include "quern/coordinator.hpp"
 
+#include "resume_checks.hpp"
 #include "resume_pipeline.hpp"
 #include "temp_dir.hpp"
 
@@ -36,60 +37,6 @@ void damage(const std::string& path) {
   std::fstream f{path, std::ios::in | std::ios::out | std::ios::binary};
   f.seekp(40);
   f.put('\x7f');
-}
-
-values unbroken(const setup& s) {
-  quern::config cfg;
-  caf::actor_system sys{cfg};
-  built p{sys, s};
-  p.pipe.start_queue_runners();
-  auto in = p.pipe.make_consumer(p.b.queue);
-  values out;
-  consume(in, p.b, std::nullopt, out);
-  return out;
-}
-
-/// Delivers `at` steps, takes a snapshot, delivers `lost` more steps (lost
-/// with the pipeline), then restores a pipeline with `restored_threads`
-/// threads and delivers the rest.
-values with_break(setup s, int at, int lost, int32_t restored_threads) {
-  quern::config cfg;
-  caf::actor_system sys{cfg};
-  values out;
-  pipeline_snapshot snap;
-  {
-    built p{sys, s};
-    p.pipe.start_queue_runners();
-    auto in = p.pipe.make_consumer(p.b.queue);
-    consume(in, p.b, at, out);
-    snap = p.pipe.snapshot(at);
-    values wasted;
-    consume(in, p.b, lost, wasted);
-  } // the pipeline is gone, as in a crash after the checkpoint
-  s.threads = restored_threads;
-  built p{sys, s};
-  p.pipe.restore(snap);
-  CHECK(p.pipe.restored_step() == at);
-  p.pipe.start_queue_runners();
-  auto in = p.pipe.make_consumer(p.b.queue);
-  consume(in, p.b, std::nullopt, out);
-  return out;
-}
-
-std::map<int32_t, int> counts(const values& v) {
-  std::map<int32_t, int> c;
-  for (auto x : v)
-    ++c[x];
-  return c;
-}
-
-void check_each_epochs_times(const values& v, const setup& s) {
-  auto c = counts(v);
-  CHECK(c.size() == static_cast<size_t>(s.examples));
-  for (auto& [x, n] : c) {
-    INFO("example " << x);
-    CHECK(n == s.epochs);
-  }
 }
 
 } // namespace
@@ -113,18 +60,22 @@ TEST_CASE("RS-4 a run broken at random steps and restored delivers what the unbr
 }
 
 TEST_CASE("RS-5 shuffle_batch and batch_join restored with another number of threads "
-          "deliver every example num_epochs times",
-          "[RS-5]") {
+          "deliver every example num_epochs times, taken one call a batch or by a batch "
+          "reader",
+          "[RS-5][RS-17]") {
   std::mt19937 gen{7};
-  for (auto kind : {shape::shuffle_batch, shape::batch_join}) {
-    for (auto [before, after] : {std::pair{1, 3}, std::pair{3, 8}, std::pair{8, 1}}) {
-      setup s;
-      s.kind = kind;
-      s.threads = before;
-      int at = std::uniform_int_distribution<int>{1, 40}(gen);
-      INFO("kind " << static_cast<int>(kind) << ", threads " << before << " -> " << after
-                   << ", break at " << at);
-      check_each_epochs_times(with_break(s, at, 3, after), s);
+  for (auto& [how, take] : {std::pair{"one call a batch", taker{by_consumer}},
+                            std::pair{"a batch reader", taker{by_batch_reader}}}) {
+    for (auto kind : {shape::shuffle_batch, shape::batch_join}) {
+      for (auto [before, after] : {std::pair{1, 3}, std::pair{3, 8}, std::pair{8, 1}}) {
+        setup s;
+        s.kind = kind;
+        s.threads = before;
+        int at = std::uniform_int_distribution<int>{1, 40}(gen);
+        INFO(how << ", kind " << static_cast<int>(kind) << ", threads " << before
+                 << " -> " << after << ", break at " << at);
+        check_each_epochs_times(with_break(s, at, 3, after, take), s);
+      }
     }
   }
 }
