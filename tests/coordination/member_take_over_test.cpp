@@ -123,3 +123,23 @@ TEST_CASE("RS-13 a member takes over the sections of members not started again")
                       "queue/d-rows held 2 row(s)"));
   CHECK(g.values->empty());
 }
+
+TEST_CASE(
+    "RS-17 a checkpoint member with a batch reader fails the checkpoint, naming it") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  coordinator coord{sys};
+  pipeline chief{sys};
+  chief.checkpoint_members_of(coord.actor());
+  member a{sys, {}, {1}};
+  auto rows = spawn_fifo_queue(sys, 10, {dtype::int64}, {{}}, "a-rows");
+  auto reader = a.pipe.make_batch_reader(rows, 2);
+  a.pipe.checkpoint_as_member(coord.actor(), "a");
+  chief.await_checkpoint_members({"a"}, 10s);
+  CHECK_THROWS_WITH(chief.snapshot(1),
+                    Catch::Contains("checkpoint member 'a'") &&
+                        Catch::Contains("the batch reader of queue 'a-rows'") &&
+                        Catch::Contains("take batches with make_consumer there"));
+  // Nothing stays paused: the member's pipeline checkpoints on its own.
+  CHECK(a.pipe.snapshot(1).queues.count("a-rows") == 1);
+}

@@ -530,3 +530,27 @@ TEST_CASE("distributed TL-10 a checkpoint member's stage in another process is i
   host.proc->close_stdin();
   require_exit(*host.proc, 0);
 }
+
+TEST_CASE("distributed RS-17 a checkpoint with members refuses a batch reader of a queue "
+          "of another process, before it pauses anything") {
+  scratch_dir dir;
+  auto m = start_members(dir, {"--node.capacity=1000000"},
+                         {"--node.pace-ms=2", "--node.out=" + dir.file("out")});
+  {
+    member_chief c{m.host.address};
+    // The host's 'rows' is its own member's: the chief's reader of it holds
+    // batches a checkpoint of the chief's process could not take back.
+    auto reader = c.chief.make_batch_reader(c.node().queue("rows"), 1,
+                                            quern::batch_cut::any_size, 4);
+    CHECK_THROWS_AS(c.chief.snapshot(1), quern::failed_precondition_error);
+    CHECK_THROWS_WITH(c.chief.snapshot(1),
+                      Catch::Contains("the batch reader of queue 'rows' reads a queue of "
+                                      "another process"));
+    // Nothing paused: the feeder goes on storing.
+    quern::blocking_queue rows{c.sys(), c.node().queue("rows")};
+    auto before = rows.size();
+    CHECK(eventually(run_limit, [&] { return rows.size() > before; }));
+    c.peer.coordinator().request_stop();
+  }
+  m.require_clean_exit();
+}
