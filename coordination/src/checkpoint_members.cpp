@@ -48,7 +48,7 @@ struct member_state {
   /// member_resume, or when the hold passed.
   bool paused = false;
   uint64_t token = 0;
-  std::vector<detail::runner_impl_actor> runners;
+  runner_groups runners;
   caf::timespan limit{0};
   /// Where the chief's previous reading of this member's figures ended
   /// (TL-10): apart from the pipeline's own, so that neither splits the
@@ -65,8 +65,8 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
   self->state.member = std::move(name);
   auto resume = [self] {
     auto& ms = self->state;
-    pause_all(self->home_system(), ms.runners, false, ms.limit);
-    ms.runners.clear();
+    pause_all(self->home_system(), ms.runners.all(), false, ms.limit);
+    ms.runners = {};
     ms.paused = false;
   };
   return {
@@ -81,7 +81,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
         ms.limit = limit;
         ms.paused = true;
         ms.token = token;
-        auto late = pause_all(self->home_system(), ms.runners, true, limit);
+        auto late = pause_in_order(self->home_system(), ms.runners, limit);
         if (!late.empty()) {
           resume();
           return make_error(error_code::deadline_exceeded,

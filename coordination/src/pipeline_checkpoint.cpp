@@ -100,16 +100,44 @@ std::vector<consumer::state::part> parts_of(const consumer::state& st) {
   return parts;
 }
 
-std::vector<detail::runner_impl_actor> running(const consumer::state& st) {
-  std::vector<detail::runner_impl_actor> out;
+std::vector<detail::runner_impl_actor> runner_groups::all() const {
+  auto out = blocking;
+  out.insert(out.end(), others.begin(), others.end());
+  return out;
+}
+
+runner_groups running(const consumer::state& st) {
+  runner_groups out;
   std::lock_guard<std::mutex> guard{st.mtx};
   // Not r.running(): that asks each runner, one round trip after another,
   // which was a seventh of a checkpoint's stall.
-  for (auto& r : st.runners)
-    if (r.started())
-      if (auto a = caf::actor_cast<detail::runner_impl_actor>(r.runner()))
-        out.push_back(std::move(a));
+  for (auto& r : st.runners) {
+    if (!r.started())
+      continue;
+    auto a = caf::actor_cast<detail::runner_impl_actor>(r.runner());
+    if (!a)
+      continue;
+    auto& ops = r.enqueue_ops();
+    bool blocking = std::any_of(ops.begin(), ops.end(), [](const enqueue_op& op) {
+      return std::holds_alternative<blocking_enqueue_fn>(op.body);
+    });
+    (blocking ? out.blocking : out.others).push_back(std::move(a));
+  }
   return out;
+}
+
+std::vector<std::string> pause_in_order(caf::scoped_actor& self, const runner_groups& r,
+                                        caf::timespan limit) {
+  auto late = pause_all(self, r.blocking, true, limit);
+  auto more = pause_all(self, r.others, true, limit);
+  late.insert(late.end(), more.begin(), more.end());
+  return late;
+}
+
+std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_groups& r,
+                                        caf::timespan limit) {
+  caf::scoped_actor self{sys};
+  return pause_in_order(self, r, limit);
 }
 
 std::vector<std::string> pause_all(caf::scoped_actor& self,
@@ -273,13 +301,13 @@ pipeline_snapshot pipeline::snapshot(int64_t step) {
   // their requests go out first (RS-12).
   members_pause members{sys_, coord, limit};
   caf::scoped_actor self{sys_};
-  auto late = pause_all(self, runners, true, limit);
+  auto late = pause_in_order(self, runners, limit);
   // However this ends, the runners run again (and so do the members): told,
   // not waited for, as a later pause reaches each runner after it.
   struct resume_at_exit {
-    const std::vector<detail::runner_impl_actor>& runners;
+    const runner_groups& runners;
     caf::timespan limit;
-    ~resume_at_exit() { resume_all(runners, limit); }
+    ~resume_at_exit() { resume_all(runners.all(), limit); }
   } resume{runners, limit};
   std::vector<std::string> failed;
   members.await_paused(failed);

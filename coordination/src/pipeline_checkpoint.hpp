@@ -36,8 +36,22 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
 /// The checkpoint parts, each name once.
 std::vector<consumer::state::part> parts_of(const consumer::state& st);
 /// The runner actors of the runners started (asking none of them: one whose
-/// workers all ended answers a pause at once, with no one late).
-std::vector<detail::runner_impl_actor> running(const consumer::state& st);
+/// workers all ended answers a pause at once, with no one late): those with
+/// a blocking op, and the others.
+struct runner_groups {
+  std::vector<detail::runner_impl_actor> blocking;
+  std::vector<detail::runner_impl_actor> others;
+  std::vector<detail::runner_impl_actor> all() const;
+};
+runner_groups running(const consumer::state& st);
+/// Pauses the runners with a blocking op, then, once they paused, the others
+/// (RS-18): a blocking run may wait inside for rows that an asynchronous
+/// runner brings, and an asynchronous run is abandoned at once when paused.
+/// Returns the workers that did not pause within `limit`.
+std::vector<std::string> pause_in_order(caf::scoped_actor& self, const runner_groups& r,
+                                        caf::timespan limit);
+std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_groups& r,
+                                        caf::timespan limit);
 /// Pauses (or resumes) every runner at once; returns the workers that did
 /// not pause within `limit`. A runner that ended meanwhile runs no more.
 /// `self` asks (one caller actor serves a whole snapshot).
