@@ -610,9 +610,8 @@ int main(int argc, char** argv) {
       "consume", po::value<std::string>(&a.consume)->default_value(a.consume),
       "how the consumer takes batches: stream (the pipeline's batch_reader with "
       "b.cut(): exact batches, demand for several kept granted), per-call (one "
-      "dequeue_up_to request "
-      "per batch, TF's call), any-size (a batch_reader handing out 1..batch-size "
-      "rows)");
+      "dequeue_up_to request per batch, TF's call), any-size (a batch_reader handing "
+      "out 1..batch-size rows)");
   po::variables_map vm;
   if (auto status =
           quern::cli::parse_options("bench_reading_pipeline", argc, argv, desc, vm))

@@ -219,11 +219,12 @@ public:
   /// (RS-17): a snapshot withdraws its demand and keeps copies of them (the
   /// reader still hands them out), and the reader of `q` that a restored
   /// pipeline makes hands them out first, before anything of the queue. One
-  /// made with a batch size or cut those batches do not fit gives them back
-  /// to the front of the queue instead, as a consumer (make_consumer) of the
-  /// queue does: each row is still delivered once. Threads may share the
-  /// reader; a snapshot waits for a pull() of another thread at most
-  /// options().checkpoint_pause_limit. No starvation diagnosis on this path.
+  /// made with a batch size or cut those batches do not fit is
+  /// invalid_argument_error, and a consumer (make_consumer) of the queue
+  /// failed_precondition_error, both naming the queue; the batches wait for
+  /// a reader that fits. Threads may share the reader; a snapshot waits for
+  /// a pull() of another thread at most options().checkpoint_pause_limit.
+  /// No starvation diagnosis on this path.
   batch_reader make_batch_reader(queue_actor q, int32_t batch_size,
                                  batch_cut cut = batch_cut::any_size,
                                  size_t window = 64) const;

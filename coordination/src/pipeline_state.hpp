@@ -54,15 +54,15 @@ struct consumer::state {
   /// runners' queues.
   std::vector<queue_actor> consumed;
   /// The batch readers of make_batch_reader, whose held batches a snapshot
-  /// takes (RS-17): gone ones are dropped by the next snapshot.
+  /// takes (RS-17): gone ones are dropped when the next one is made.
   struct reader {
     queue_actor queue;
     std::weak_ptr<detail::pull_stream> stream;
   };
   std::vector<reader> readers;
   /// A restored snapshot's held batches, by queue name, until a batch reader
-  /// of the queue takes them or a consumer or the pipeline's end gives them
-  /// back to the queue.
+  /// of the queue that fits them takes them (the pipeline's end warns of
+  /// those left).
   std::map<std::string, std::vector<element>> restored_held;
   struct part {
     std::string name;
