@@ -497,6 +497,20 @@ while (auto b = reader.try_pull()) {  // nullopt at the end of the last epoch
 // docs-snippet-end
 }
 
+void resume_batch_reader_shared(quern::batch_reader& reader,
+                                const std::function<void(const quern::element&)>& train) {
+// docs-snippet-begin: resume-batch-reader-shared
+// Threads may share the reader: each batch goes to one pull().
+std::thread helper{[&] {
+  while (auto b = reader.try_pull())
+    train(*b);
+}};
+while (auto b = reader.try_pull())
+  train(*b);
+helper.join();
+// docs-snippet-end
+}
+
 void resume_shared(quern::pipeline& pipe, int64_t step_a, int64_t step_b) {
 // docs-snippet-begin: resume-shared
 // Threads may share one pipeline: their checkpoints take turns, each file whole.

@@ -3,6 +3,7 @@
 // batches it had received and not handed out are in the snapshot, and the
 // restored pipeline's reader hands them out first.
 
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -166,4 +167,34 @@ TEST_CASE("RS-17 a snapshot waits for another thread's pull a bounded time, and 
     CHECK(i->second[0] == batch);
   }
   blocking_queue{sys, q}.close();
+}
+
+TEST_CASE("RS-17 threads that share a pipeline's batch reader while snapshots are taken "
+          "get every example num_epochs times",
+          "[RS-17]") {
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  setup s;
+  built p{sys, s};
+  p.pipe.start_queue_runners();
+  auto reader = reader_of(p);
+  std::mutex mtx;
+  values out;
+  auto pull_all = [&] {
+    while (auto b = reader.try_pull()) {
+      std::lock_guard<std::mutex> guard{mtx};
+      for (auto x : (*b)[0].to_vector<int32_t>())
+        out.push_back(x);
+    }
+  };
+  std::thread first{pull_all}, second{pull_all};
+  // Each snapshot withdraws the shared reader's demand between two pulls;
+  // the next pull of either thread grants again.
+  for (int i = 0; i < 20; ++i) {
+    CHECK_NOTHROW(p.pipe.snapshot(i));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  first.join();
+  second.join();
+  check_each_epochs_times(out, s);
 }
