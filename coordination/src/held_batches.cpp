@@ -52,10 +52,12 @@ void refuse_if_held(caf::actor_system& sys, const consumer::state& st,
       "make_batch_reader with the same batch size and cut)");
 }
 
-settled_readers
-settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
-               const std::function<std::string(const std::string&)>& not_taken) {
-  settled_readers out;
+namespace {
+
+/// settle_readers' loop: each reader into `out` as soon as it is locked.
+void lock_each(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
+               const std::function<std::string(const std::string&)>& not_taken,
+               settled_readers& out) {
   for (auto& [q, stream] : live_readers(st)) {
     auto name = name_of(sys, st, q);
     if (detail::confirms_taking(q))
@@ -72,13 +74,36 @@ settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan 
                                               " (take checkpoints between pulls)"));
     // Its demand withdrawn and the lock held, nothing moves from its queue
     // to it until the snapshot is taken.
-    auto batches = stream->settle();
-    auto& into = out.held[name];
-    into.insert(into.end(), std::make_move_iterator(batches.begin()),
-                std::make_move_iterator(batches.end()));
+    stream->begin_settle();
+    out.streams.emplace_back(std::move(name), std::move(stream));
     out.locks.push_back(std::move(lock));
   }
+}
+
+} // namespace
+
+settled_readers
+settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
+               const std::function<std::string(const std::string&)>& not_taken) {
+  settled_readers out;
+  lock_each(sys, st, limit, not_taken, out);
   return out;
+}
+
+settled_readers::~settled_readers() {
+  take_held(*this);
+}
+
+void take_held(settled_readers& readers) {
+  if (readers.taken)
+    return;
+  readers.taken = true;
+  for (auto& [name, stream] : readers.streams) {
+    auto batches = stream->settle();
+    auto& into = readers.held[name];
+    into.insert(into.end(), std::make_move_iterator(batches.begin()),
+                std::make_move_iterator(batches.end()));
+  }
 }
 
 } // namespace pipeline_ckpt

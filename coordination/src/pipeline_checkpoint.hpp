@@ -90,19 +90,34 @@ std::string joined(const std::vector<std::string>& names);
 /// The batch readers of make_batch_reader that are still alive.
 std::vector<std::pair<queue_actor, std::shared_ptr<detail::pull_stream>>>
 live_readers(const consumer::state& st);
-/// The batch readers settled for a snapshot: each locked (no pull of
-/// another thread runs) with its demand withdrawn, until this is destroyed;
-/// the batches they held, by queue name.
+/// The batch readers of a snapshot, each locked (no pull of another thread
+/// runs) until this is destroyed, with its demand withdrawn: by queue name,
+/// and, once take_held() awaited the withdrawals, the batches they held.
 struct settled_readers {
-  std::vector<std::unique_lock<std::timed_mutex>> locks;
+  settled_readers() = default;
+  settled_readers(settled_readers&&) = default;
+  settled_readers& operator=(settled_readers&&) = delete;
+  /// A snapshot that ended early still awaits the withdrawals (take_held):
+  /// a withdrawal unanswered would be mixed up with the next.
+  ~settled_readers();
+
+  std::vector<std::pair<std::string, std::shared_ptr<detail::pull_stream>>> streams;
+  std::vector<std::unique_lock<std::timed_mutex>> locks; // unlocked before streams go
   std::map<std::string, std::vector<element>> held;
+  bool taken = false; // take_held() ran
 };
-/// Throws deadline_exceeded_error, `not_taken(why)`, when a reader's pull()
-/// of another thread holds it past `limit`, and failed_precondition_error
-/// for a reader of a queue of another process.
+/// Locks each live batch reader and sends its withdrawal, not waiting for
+/// the answers: they come while the runners pause. Throws
+/// deadline_exceeded_error, `not_taken(why)`, when a reader's pull() of
+/// another thread holds it past `limit`, and failed_precondition_error for
+/// a reader of a queue of another process.
 settled_readers
 settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
                const std::function<std::string(const std::string&)>& not_taken);
+/// Awaits the withdrawals' answers: nothing more is on its way to the
+/// readers. Then copies the batches each holds (they stay, to be handed
+/// out) into `readers.held`.
+void take_held(settled_readers& readers);
 /// Whether held batches fit a reader of `batch_size` and `cut`: it would
 /// have handed out each of them itself.
 bool fits(const std::vector<element>& batches, int32_t batch_size, batch_cut cut);

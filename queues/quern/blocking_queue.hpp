@@ -148,6 +148,10 @@ public:
   /// the units received and not handed out yet, oldest first (they stay
   /// here). The next pull grants again.
   std::vector<element> settle();
+  /// settle() in two halves, for a snapshot that pauses the runners
+  /// meanwhile: sends the withdrawal; settle() then awaits its answers. The
+  /// caller holds `mtx` from here to settle().
+  void begin_settle();
   /// Units handed out before any the queue sends (a restored checkpoint's),
   /// oldest first; the caller holds `mtx`.
   void prefill(std::vector<element> units);
@@ -157,6 +161,8 @@ private:
   void await_one();
   /// Withdraws the demand out and receives its answers.
   void withdraw();
+  /// withdraw()'s request (at most once until its answers are in).
+  void send_withdrawal();
 
   /// Tells a queue of another process how many units the caller's code has
   /// taken (taken, remote_queue_actor): its relay keeps the rest, and gives
@@ -168,8 +174,9 @@ private:
   size_t chunk_;
   size_t max_messages_;
   std::deque<element> items_;
-  uint64_t handed_ = 0;    // units handed to the caller's code (or, at the end, back)
-  uint64_t confirmed_ = 0; // of which the queue was told
+  bool withdrawing_ = false; // the withdrawal is sent, its answers not all in
+  uint64_t handed_ = 0;      // units handed to the caller's code (or, at the end, back)
+  uint64_t confirmed_ = 0;   // of which the queue was told
   remote_queue_actor receipts_; // where taken goes: none for a queue of this process
 };
 

@@ -3,6 +3,9 @@
 // batches it had received and not handed out are in the snapshot, and the
 // restored pipeline's reader hands them out first.
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -10,6 +13,9 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "quern/coordinator.hpp"
+#include "quern/queue_runner.hpp"
 
 #include "resume_checks.hpp"
 #include "resume_pipeline.hpp"
@@ -197,4 +203,66 @@ TEST_CASE("RS-17 threads that share a pipeline's batch reader while snapshots ar
   first.join();
   second.join();
   check_each_epochs_times(out, s);
+}
+
+TEST_CASE("RS-17 a snapshot refused after its batch readers were settled leaves them "
+          "whole, the next snapshot is taken and no row is lost or twice",
+          "[RS-17]") {
+  using namespace std::chrono_literals;
+  quern::config cfg;
+  caf::actor_system sys{cfg};
+  auto rows = spawn_fifo_queue(sys, -1, {dtype::int64}, {{}}, "rows");
+  auto next = std::make_shared<std::atomic<int64_t>>(0);
+  // Refuses to pause while `late`: the snapshot fails after the reader's
+  // withdrawal was sent, and awaits its answers all the same.
+  auto late = std::make_shared<std::atomic<bool>>(true);
+  auto op = blocking_op([next, late](blocking_run& run) {
+    if (run.index() == 0)
+      run.before_pause([late] { return !late->load(); });
+    std::this_thread::sleep_for(1ms); // a pace, no more rows than needed
+    run.emit(element{tensor::scalar(next->load())});
+    ++*next;
+  });
+  pipeline_options po;
+  po.checkpoint_pause_limit = 300ms;
+  pipeline pipe{sys, po};
+  queue_runner_options qo;
+  qo.name = "paced";
+  qo.close_op = std::nullopt;
+  pipe.add_queue_runner(queue_runner{rows, {op}, qo});
+  coordinator coord{sys};
+  auto threads = pipe.start_queue_runners(coord);
+  auto reader = pipe.make_batch_reader(rows, 4, batch_cut::any_size, 8);
+  std::vector<int64_t> out;
+  auto take = [&](const element& b) {
+    for (auto v : b[0].values<int64_t>())
+      out.push_back(v);
+  };
+  for (int i = 0; i < 3; ++i)
+    take(reader.pull());
+  CHECK_THROWS_AS(pipe.snapshot(1), deadline_exceeded_error);
+  take(reader.pull());
+  late->store(false);
+  auto snap = pipe.snapshot(2);
+  // What the snapshot holds follows what was taken, with no gap.
+  std::vector<int64_t> kept;
+  for (auto& [queue, batches] : snap.held)
+    for (auto& b : batches)
+      for (auto v : b[0].values<int64_t>())
+        kept.push_back(v);
+  for (auto& b : snap.queues.at("rows").stored)
+    for (auto v : b[0].values<int64_t>())
+      kept.push_back(v);
+  for (size_t i = 0; i < kept.size(); ++i)
+    CHECK(kept[i] == static_cast<int64_t>(out.size() + i));
+  for (int i = 0; i < 3; ++i)
+    take(reader.pull());
+  coord.request_stop(); // the runner's cancel closes the queue
+  coord.join(threads);
+  while (auto b = reader.try_pull())
+    take(*b);
+  // Every row the runner stored, in order, once.
+  REQUIRE(out.size() >= 6);
+  for (size_t i = 0; i < out.size(); ++i)
+    CHECK(out[i] == static_cast<int64_t>(i));
 }
