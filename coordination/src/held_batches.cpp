@@ -52,12 +52,11 @@ void refuse_if_held(caf::actor_system& sys, const consumer::state& st,
       "make_batch_reader with the same batch size and cut)");
 }
 
-namespace {
-
-/// settle_readers' loop: each reader into `out` as soon as it is locked.
-void lock_each(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
-               const std::function<std::string(const std::string&)>& not_taken,
-               settled_readers& out) {
+settled_readers
+settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
+               const std::function<std::string(const std::string&)>& not_taken) {
+  // Should a later reader throw, the destructor awaits what was sent.
+  settled_readers out;
   for (auto& [q, stream] : live_readers(st)) {
     auto name = name_of(sys, st, q);
     if (detail::confirms_taking(q))
@@ -78,15 +77,6 @@ void lock_each(caf::actor_system& sys, const consumer::state& st, caf::timespan 
     out.streams.emplace_back(std::move(name), std::move(stream));
     out.locks.push_back(std::move(lock));
   }
-}
-
-} // namespace
-
-settled_readers
-settle_readers(caf::actor_system& sys, const consumer::state& st, caf::timespan limit,
-               const std::function<std::string(const std::string&)>& not_taken) {
-  settled_readers out;
-  lock_each(sys, st, limit, not_taken, out);
   return out;
 }
 
