@@ -215,3 +215,38 @@ TEST_CASE_METHOD(system_fixture,
   CHECK(s.stored_rows() == 2);
   CHECK(s.waiting_rows() == 1);
 }
+
+TEST_CASE_METHOD(system_fixture,
+                 "RS-1 single rows of matrices, strings and bools, stacked in the "
+                 "snapshot, restore as they were",
+                 "[RS-1]") {
+  auto make = [&](const std::string& name) {
+    return blocking_queue{
+        sys, spawn_fifo_queue(sys, 10, {dtype::float32, dtype::string, dtype::boolean},
+                              {tensor_shape{2, 3}, tensor_shape{}, tensor_shape{2}}, name)};
+  };
+  auto row = [](int i) {
+    std::vector<float> m(6);
+    for (int j = 0; j < 6; ++j)
+      m[static_cast<size_t>(j)] = static_cast<float>(10 * i + j);
+    return element{tensor::from_values<float>({2, 3}, m),
+                   tensor::scalar("row " + std::to_string(i)),
+                   tensor::vector<bool>({i % 2 == 0, i % 3 == 0})};
+  };
+  auto a = make("a");
+  for (int i = 0; i < 5; ++i)
+    a.enqueue(row(i));
+  auto s = a.snapshot();
+  CHECK(s.stored_rows() == 5);
+  REQUIRE(s.stored.size() == 1); // one batch of the five single rows
+  auto b = make("b");
+  b.restore(s);
+  for (int i = 0; i < 5; ++i) {
+    auto want = row(i);
+    auto got = b.dequeue();
+    CHECK(got[0].to_vector<float>() == want[0].to_vector<float>());
+    CHECK(got[0].shape() == tensor_shape{2, 3});
+    CHECK(got[1].scalar_value<std::string>() == want[1].scalar_value<std::string>());
+    CHECK(got[2].to_vector<bool>() == want[2].to_vector<bool>());
+  }
+}
