@@ -222,8 +222,9 @@ TEST_CASE_METHOD(system_fixture,
                  "[RS-1]") {
   auto make = [&](const std::string& name) {
     return blocking_queue{
-        sys, spawn_fifo_queue(sys, 10, {dtype::float32, dtype::string, dtype::boolean},
-                              {tensor_shape{2, 3}, tensor_shape{}, tensor_shape{2}}, name)};
+        sys,
+        spawn_fifo_queue(sys, 10, {dtype::float32, dtype::string, dtype::boolean},
+                         {tensor_shape{2, 3}, tensor_shape{}, tensor_shape{2}}, name)};
   };
   auto row = [](int i) {
     std::vector<float> m(6);
