@@ -352,8 +352,13 @@ TEST_CASE("distributed RS-14 RS-15 a checkpoint whose worker's streamed rows do 
     CHECK(chief.snapshot(1).members.count("writer") == 1);
 
     // Frozen, the queue sends the writer's barrier back only once it runs
-    // again: the worker does not say it paused.
+    // again: the worker does not say it paused. Rows must be on their way
+    // (with none, the worker pauses at once and the checkpoint is taken): a
+    // batch made after the freeze was pushed before the worker sees the
+    // pause, and an op that makes none waits for room its rows hold.
     host.proc->signal(SIGSTOP);
+    auto before_freeze = next->load();
+    (void)eventually(500ms, [&] { return next->load() >= before_freeze + 8; });
     std::string why = "not refused";
     try {
       chief.checkpoint(2);
