@@ -65,7 +65,7 @@ member_behavior(member_ptr self, std::shared_ptr<consumer::state> st, std::strin
   self->state.member = std::move(name);
   auto resume = [self] {
     auto& ms = self->state;
-    pause_all(self->home_system(), ms.runners.all(), false, ms.limit);
+    resume_all(ms.runners.all(), ms.limit);
     ms.runners = {};
     ms.paused = false;
   };

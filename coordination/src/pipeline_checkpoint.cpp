@@ -128,8 +128,8 @@ runner_groups running(const consumer::state& st) {
 
 std::vector<std::string> pause_in_order(caf::scoped_actor& self, const runner_groups& r,
                                         caf::timespan limit) {
-  auto late = pause_all(self, r.blocking, true, limit);
-  auto more = pause_all(self, r.others, true, limit);
+  auto late = pause_all(self, r.blocking, limit);
+  auto more = pause_all(self, r.others, limit);
   late.insert(late.end(), more.begin(), more.end());
   return late;
 }
@@ -142,18 +142,18 @@ std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_gro
 
 std::vector<std::string> pause_all(caf::scoped_actor& self,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit) {
+                                   caf::timespan limit) {
   std::vector<std::string> late;
   if (runners.empty())
     return late;
   // Every request goes out before the first answer is awaited: the runners
   // pause together.
   using answer = decltype(self->request(runners.front(), limit,
-                                        detail::runner_pause_atom::value, on, limit));
+                                        detail::runner_pause_atom::value, true, limit));
   std::vector<answer> answers;
   for (auto& r : runners)
     answers.push_back(self->request(r, limit + std::chrono::seconds(5),
-                                    detail::runner_pause_atom::value, on, limit));
+                                    detail::runner_pause_atom::value, true, limit));
   for (auto& a : answers)
     a.receive(
         [&](std::vector<std::string>& names) {
@@ -161,15 +161,6 @@ std::vector<std::string> pause_all(caf::scoped_actor& self,
         },
         [](caf::error&) {});
   return late;
-}
-
-std::vector<std::string> pause_all(caf::actor_system& sys,
-                                   const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit) {
-  if (runners.empty())
-    return {};
-  caf::scoped_actor self{sys};
-  return pause_all(self, runners, on, limit);
 }
 
 void resume_all(const std::vector<detail::runner_impl_actor>& runners,

@@ -52,15 +52,12 @@ std::vector<std::string> pause_in_order(caf::scoped_actor& self, const runner_gr
                                         caf::timespan limit);
 std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_groups& r,
                                         caf::timespan limit);
-/// Pauses (or resumes) every runner at once; returns the workers that did
-/// not pause within `limit`. A runner that ended meanwhile runs no more.
-/// `self` asks (one caller actor serves a whole snapshot).
+/// Pauses every runner at once; returns the workers that did not pause
+/// within `limit`. A runner that ended meanwhile runs no more. `self` asks
+/// (one caller actor serves a whole snapshot).
 std::vector<std::string> pause_all(caf::scoped_actor& self,
                                    const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit);
-std::vector<std::string> pause_all(caf::actor_system& sys,
-                                   const std::vector<detail::runner_impl_actor>& runners,
-                                   bool on, caf::timespan limit);
+                                   caf::timespan limit);
 /// Lets every runner run again (runner_pause, false) without waiting for
 /// its answer: the messages a runner gets are handled in the order they
 /// came, so a later pause reaches it (and its workers) after this resume.
