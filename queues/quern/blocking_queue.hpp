@@ -149,8 +149,9 @@ public:
   /// here). The next pull grants again.
   std::vector<element> settle();
   /// settle() in two halves, for a snapshot that pauses the runners
-  /// meanwhile: sends the withdrawal; settle() then awaits its answers. The
-  /// caller holds `mtx` from here to settle().
+  /// meanwhile: sends the withdrawal (once until its answers are in);
+  /// settle() then awaits its answers. The caller holds `mtx` from here to
+  /// settle().
   void begin_settle();
   /// Units handed out before any the queue sends (a restored checkpoint's),
   /// oldest first; the caller holds `mtx`.
@@ -159,10 +160,8 @@ public:
 private:
   void grant();
   void await_one();
-  /// Withdraws the demand out and receives its answers.
+  /// Withdraws the demand out (begin_settle) and receives its answers.
   void withdraw();
-  /// withdraw()'s request (at most once until its answers are in).
-  void send_withdrawal();
 
   /// Tells a queue of another process how many units the caller's code has
   /// taken (taken, remote_queue_actor): its relay keeps the rest, and gives

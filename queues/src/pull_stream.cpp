@@ -104,8 +104,6 @@ void pull_stream::await_one() {
                              // of batches when it delivered them all or ended with an
                              // error.
                              ledger.answered(xs.size(), shape_.as_rows || err);
-                             if (ledger.empty())
-                               withdrawing_ = false; // each withdrawn pull answered
                              for (auto& x : xs)
                                items_.push_back(std::move(x));
                              // A withdrawn pull's cancelled is no end of the data.
@@ -138,7 +136,7 @@ std::optional<element> pull_stream::try_pull() {
   return x;
 }
 
-void pull_stream::send_withdrawal() {
+void pull_stream::begin_settle() {
   // Each pull still waiting is answered, with what was already on its way
   // or with cancelled; then nothing more comes.
   if (!withdrawing_ && !ledger.empty() && !queue_down) {
@@ -148,14 +146,10 @@ void pull_stream::send_withdrawal() {
 }
 
 void pull_stream::withdraw() {
-  send_withdrawal();
+  begin_settle();
   while (!ledger.empty() && !queue_down)
     await_one();
   withdrawing_ = false;
-}
-
-void pull_stream::begin_settle() {
-  send_withdrawal();
 }
 
 std::vector<element> pull_stream::settle() {
