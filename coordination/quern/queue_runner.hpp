@@ -34,9 +34,10 @@
 namespace quern {
 
 namespace detail {
-class async_client;   // coordination/src/runner/async_client.hpp
-class blocking_state; // the same file
-class runner_meters;  // coordination/src/runner/worker_meter.hpp
+class async_client;     // coordination/src/runner/async_client.hpp
+class blocking_state;   // the same file
+class runner_meters;    // coordination/src/runner/worker_meter.hpp
+struct started_workers; // coordination/src/runner/runner_shared.hpp
 } // namespace detail
 
 /// One run of an asynchronous enqueue op, handed to the op by its worker (an
@@ -359,6 +360,9 @@ public:
   void set_measured(bool on);
   /// The figures of the last start's workers (read by pipeline::telemetry).
   std::shared_ptr<detail::runner_meters> meters() const;
+  /// The workers of the last start, as a pipeline's checkpoint pauses them
+  /// (none before a start).
+  std::shared_ptr<const detail::started_workers> workers_to_pause() const;
 
 private:
   /// The runner's name: the given one, or the queue's resource name.

@@ -100,7 +100,7 @@ std::vector<consumer::state::part> parts_of(const consumer::state& st) {
   return parts;
 }
 
-std::vector<detail::runner_impl_actor> runner_groups::all() const {
+std::vector<runner_groups::workers> runner_groups::all() const {
   auto out = blocking;
   out.insert(out.end(), others.begin(), others.end());
   return out;
@@ -112,16 +112,14 @@ runner_groups running(const consumer::state& st) {
   // Not r.running(): that asks each runner, one round trip after another,
   // which was a seventh of a checkpoint's stall.
   for (auto& r : st.runners) {
-    if (!r.started())
-      continue;
-    auto a = caf::actor_cast<detail::runner_impl_actor>(r.runner());
-    if (!a)
+    auto w = r.workers_to_pause();
+    if (!w || w->workers.empty())
       continue;
     auto& ops = r.enqueue_ops();
     bool blocking = std::any_of(ops.begin(), ops.end(), [](const enqueue_op& op) {
       return std::holds_alternative<blocking_enqueue_fn>(op.body);
     });
-    (blocking ? out.blocking : out.others).push_back(std::move(a));
+    (blocking ? out.blocking : out.others).push_back(std::move(w));
   }
   return out;
 }
@@ -141,32 +139,50 @@ std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_gro
 }
 
 std::vector<std::string> pause_all(caf::scoped_actor& self,
-                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   const std::vector<runner_groups::workers>& runners,
                                    caf::timespan limit) {
   std::vector<std::string> late;
-  if (runners.empty())
-    return late;
-  // Every request goes out before the first answer is awaited: the runners
-  // pause together.
-  using answer = decltype(self->request(runners.front(), limit,
-                                        detail::runner_pause_atom::value, true, limit));
-  std::vector<answer> answers;
+  // A blocking op waiting inside its run (for room in a queue it writes)
+  // returns, so that its worker can pause between runs.
   for (auto& r : runners)
-    answers.push_back(self->request(r, limit + std::chrono::seconds(5),
-                                    detail::runner_pause_atom::value, true, limit));
-  for (auto& a : answers)
-    a.receive(
-        [&](std::vector<std::string>& names) {
-          late.insert(late.end(), names.begin(), names.end());
-        },
-        [](caf::error&) {});
+    if (r->hooks)
+      r->hooks->fire();
+  // Every request goes out before the first answer is awaited: the workers
+  // pause together.
+  using answer = decltype(self->request(std::declval<caf::actor>(), limit,
+                                        detail::worker_pause_atom::value, true, limit));
+  std::vector<std::pair<const std::string*, answer>> answers;
+  for (auto& r : runners)
+    for (auto& [addr, name] : r->workers)
+      if (auto w = caf::actor_cast<caf::actor>(addr)) // else it ended
+        answers.emplace_back(
+            &name,
+            self->request(w, limit, detail::worker_pause_atom::value, true, limit));
+  for (auto& [name, a] : answers)
+    a.receive([](bool) {},
+              [&, n = name](caf::error& e) {
+                // A worker that ended meanwhile runs no more: not late. One
+                // whose op's rows did not settle is (deadline_exceeded), and
+                // says why.
+                if (e == caf::sec::request_timeout)
+                  late.push_back("'" + *n + "'");
+                else if (e.category() == error_category &&
+                         code_of(e) == error_code::deadline_exceeded)
+                  late.push_back("'" + *n + "' (" + message_of(e) + ")");
+              });
   return late;
 }
 
-void resume_all(const std::vector<detail::runner_impl_actor>& runners,
-                caf::timespan limit) {
-  for (auto& r : runners)
-    caf::anon_send(r, detail::runner_pause_atom::value, false, limit);
+void resume_all(const std::vector<runner_groups::workers>& runners, caf::timespan limit) {
+  for (auto& r : runners) {
+    // Before the workers are told to run again: a blocking worker starts
+    // no run while its runner's hooks say a pause is coming.
+    if (r->hooks)
+      r->hooks->resumed();
+    for (auto& [addr, name] : r->workers)
+      if (auto w = caf::actor_cast<caf::actor>(addr))
+        caf::anon_send(w, detail::worker_pause_atom::value, false, limit);
+  }
 }
 
 std::map<std::string, queue_state>

@@ -35,13 +35,14 @@ std::map<std::string, queue_actor> queues_of(caf::actor_system& sys,
                                              const consumer::state& st);
 /// The checkpoint parts, each name once.
 std::vector<consumer::state::part> parts_of(const consumer::state& st);
-/// The runner actors of the runners started (asking none of them: one whose
-/// workers all ended answers a pause at once, with no one late): those with
-/// a blocking op, and the others.
+/// The workers of the runners started (asking no actor: a worker that ended
+/// answers a pause at once, and is not late): those of runners with a
+/// blocking op, and the others.
 struct runner_groups {
-  std::vector<detail::runner_impl_actor> blocking;
-  std::vector<detail::runner_impl_actor> others;
-  std::vector<detail::runner_impl_actor> all() const;
+  using workers = std::shared_ptr<const detail::started_workers>;
+  std::vector<workers> blocking;
+  std::vector<workers> others;
+  std::vector<workers> all() const;
 };
 runner_groups running(const consumer::state& st);
 /// Pauses the runners with a blocking op, then, once they paused, the others
@@ -52,17 +53,18 @@ std::vector<std::string> pause_in_order(caf::scoped_actor& self, const runner_gr
                                         caf::timespan limit);
 std::vector<std::string> pause_in_order(caf::actor_system& sys, const runner_groups& r,
                                         caf::timespan limit);
-/// Pauses every runner at once; returns the workers that did not pause
-/// within `limit`. A runner that ended meanwhile runs no more. `self` asks
-/// (one caller actor serves a whole snapshot).
+/// Pauses the workers of every runner at once (their runners' pause hooks
+/// fired first); returns those still in a run after `limit`, each named in
+/// quotes and, when it said why, its reason after it in parentheses. A
+/// worker that ended meanwhile runs no more. `self` asks (one caller actor
+/// serves a whole snapshot).
 std::vector<std::string> pause_all(caf::scoped_actor& self,
-                                   const std::vector<detail::runner_impl_actor>& runners,
+                                   const std::vector<runner_groups::workers>& runners,
                                    caf::timespan limit);
-/// Lets every runner run again (runner_pause, false) without waiting for
-/// its answer: the messages a runner gets are handled in the order they
-/// came, so a later pause reaches it (and its workers) after this resume.
-void resume_all(const std::vector<detail::runner_impl_actor>& runners,
-                caf::timespan limit);
+/// Lets every worker run again (worker_pause, false) without waiting for
+/// its answer: the messages a worker gets are handled in the order they
+/// came, so a later pause reaches it after this resume.
+void resume_all(const std::vector<runner_groups::workers>& runners, caf::timespan limit);
 /// Every queue's rows and state (snapshot_atom), asked of all at once;
 /// throws the first error a queue answered.
 std::map<std::string, queue_state>

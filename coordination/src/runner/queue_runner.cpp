@@ -115,6 +115,8 @@ struct queue_runner::impl {
 
   /// The last start (none before the first).
   std::shared_ptr<const started_run> last;
+  /// Its workers, once its start was answered.
+  std::shared_ptr<const detail::started_workers> workers;
 
   std::shared_ptr<const started_run> current() const {
     std::lock_guard<std::mutex> guard{mtx};
@@ -219,14 +221,15 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
   auto outcome = std::make_shared<runner_outcome>();
   d.with_coordinator = static_cast<bool>(coord);
   d.meters->restart();
-  runner_config cfg{d.queue, d.ops, d.opts,  d.name,
-                    coord,   stop,  outcome, std::make_shared<detail::pause_hooks>(),
-                    d.meters};
+  auto hooks = std::make_shared<detail::pause_hooks>();
+  runner_config cfg{d.queue, d.ops,   d.opts, d.name,  coord,
+                    stop,    outcome, hooks,  d.meters};
   auto runner = detail::spawn_runner(sys, std::move(cfg));
   auto runner_handle = caf::actor_cast<caf::actor>(runner);
   // A new start: exceptions_raised starts empty (QR-9).
   d.last = std::make_shared<const started_run>(
       started_run{&sys, runner_handle.address(), std::move(outcome)});
+  d.workers.reset(); // the last start's, until this one's are known
   // At exit, quern::actor_system sets the stop flag before it ends the
   // runner, so that blocking ops see should_stop().
   detail::exit_watch::track(sys, runner_handle, "queue runner '" + d.name + "'",
@@ -255,6 +258,12 @@ std::vector<caf::actor> queue_runner::start(caf::actor_system& sys,
     caf::anon_send(runner, stop_atom::value);
     throw_error(err);
   }
+  // One worker per op, in the ops' order (none when stopped before it started).
+  auto ws = std::make_shared<detail::started_workers>();
+  ws->hooks = std::move(hooks);
+  for (size_t i = 0; i < result.size(); ++i)
+    ws->workers.emplace_back(result[i].address(), detail::op_name(d.name, d.ops, i));
+  d.workers = std::move(ws);
   if (closer)
     result.push_back(closer);
   return result;
@@ -326,6 +335,11 @@ void queue_runner::set_measured(bool on) {
 
 std::shared_ptr<detail::runner_meters> queue_runner::meters() const {
   return impl_->meters;
+}
+
+std::shared_ptr<const detail::started_workers> queue_runner::workers_to_pause() const {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  return impl_->workers;
 }
 
 void queue_runner::stop() const {

@@ -222,44 +222,6 @@ void worker_down(runner_ptr self, const caf::down_msg& dm) {
   check_finished(self);
 }
 
-/// A pipeline checkpoint pauses (or resumes) every live worker; answered
-/// with the names of those that did not pause within `limit`.
-caf::result<std::vector<std::string>> pause_workers(runner_ptr self, bool on,
-                                                    caf::timespan limit) {
-  auto& st = self->state;
-  if (st.live.empty())
-    return std::vector<std::string>{};
-  // A blocking op waiting inside its run (for room in a queue it writes)
-  // returns, so that its worker can pause between runs.
-  if (on && st.cfg.hooks)
-    st.cfg.hooks->fire();
-  else if (st.cfg.hooks)
-    st.cfg.hooks->resumed(); // before the workers are told to run again
-  auto rp = self->make_response_promise<std::vector<std::string>>();
-  auto left = std::make_shared<size_t>(st.live.size());
-  auto late = std::make_shared<std::vector<std::string>>();
-  for (auto& kv : st.live) {
-    auto one_done = [rp, left, late]() mutable {
-      if (--*left == 0)
-        rp.deliver(*late);
-    };
-    self->request(kv.second, limit, worker_pause_atom::value, on, limit)
-        .then([one_done](bool) mutable { one_done(); },
-              [one_done, late, name = st.names[kv.first]](caf::error& e) mutable {
-                // A worker that ended meanwhile runs no more: not late. One
-                // whose op's rows did not settle is (deadline_exceeded), and
-                // says why.
-                if (e == caf::sec::request_timeout)
-                  late->push_back("'" + name + "'");
-                else if (e.category() == error_category &&
-                         code_of(e) == error_code::deadline_exceeded)
-                  late->push_back("'" + name + "' (" + message_of(e) + ")");
-                one_done();
-              });
-  }
-  return rp;
-}
-
 /// The start request: spawns one worker per op and registers them with the
 /// coordinator before it answers (QR-4).
 caf::result<std::vector<caf::actor>> start_workers(runner_ptr self) {
@@ -342,9 +304,6 @@ runner_impl_actor::behavior_type runner_impl(runner_ptr self, runner_config cfg)
       },
       [self](worker_end_atom, uint64_t id, int64_t dropped, caf::error& reason) {
         return worker_reported(self, id, dropped, reason);
-      },
-      [self](runner_pause_atom, bool on, caf::timespan limit) {
-        return pause_workers(self, on, limit);
       },
   };
 }

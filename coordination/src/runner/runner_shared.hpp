@@ -51,28 +51,21 @@ using worker_end_atom = caf::atom_constant<caf::atom("qr_end")>;
 /// handle -> runner: (runner_status) -> (live workers, rows dropped, errors).
 using runner_status_atom = caf::atom_constant<caf::atom("qr_status")>;
 
-/// pipeline -> runner: (runner_pause, true, limit) -> the workers still in a
-/// run after `limit`, each named in quotes and, when it said why, its reason
-/// after it in parentheses (empty: every worker is paused, a pipeline
-/// checkpoint may look at the queues); (runner_pause, false, limit)
-/// lets them run again (docs/resume.md).
-using runner_pause_atom = caf::atom_constant<caf::atom("qr_pause")>;
-/// runner -> worker: (worker_pause, on) -> true once the worker is between
-/// runs and no answer is owed to a run: it starts no run and sends no push
-/// until (worker_pause, false). A run of an async op in progress is
-/// abandoned (what it took goes back, its pulls are withdrawn) and runs
-/// again after the pause; a blocking worker answers once its run is done.
+/// pipeline -> worker: (worker_pause, true, limit) -> true once the worker
+/// is between runs and no answer is owed to a run: it starts no run and
+/// sends no push until (worker_pause, false, limit). A run of an async op in
+/// progress is abandoned (what it took goes back, its pulls are withdrawn)
+/// and runs again after the pause; a blocking worker answers once its run is
+/// done, or deadline_exceeded when the rows its op wrote did not reach their
+/// queue within `limit` (docs/resume.md).
 using worker_pause_atom = caf::atom_constant<caf::atom("qr_wpause")>;
 
 /// The runner actor's own interface: the public one, its handle's status
-/// request, its workers' end reports and the pipeline's pauses
-/// (process-local: the runner lives where its handle is, even when its
-/// queue is remote).
+/// request and its workers' end reports (process-local: the runner lives
+/// where its handle is, even when its queue is remote).
 using runner_impl_actor = queue_runner_actor::extend<
     caf::replies_to<runner_status_atom>::with<int32_t, int64_t, std::vector<caf::error>>,
-    caf::replies_to<worker_end_atom, uint64_t, int64_t, caf::error>::with<bool>,
-    caf::replies_to<runner_pause_atom, bool,
-                    caf::timespan>::with<std::vector<std::string>>>;
+    caf::replies_to<worker_end_atom, uint64_t, int64_t, caf::error>::with<bool>>;
 
 /// The one piece of memory a runner shares with its workers: its stop
 /// signal. A blocking op asks should_stop() from inside its run, while its
@@ -133,6 +126,17 @@ caf::actor spawn_worker(caf::actor_system& sys, const enqueue_op& op, worker_set
 /// The same, monitored by `parent` (the runner actor).
 caf::actor spawn_monitored_worker(caf::local_actor* parent, const enqueue_op& op,
                                   worker_settings s);
+
+/// The workers of a runner's start, as a pipeline's checkpoint pauses them:
+/// asked directly (worker_pause_atom), not through the runner actor, which
+/// would add a message each way while every reader waits.
+struct started_workers {
+  /// Fired before the workers are asked to pause, reset before they run again.
+  pause_hooks_ptr hooks;
+  /// Held weakly (a worker lives until its work is done), each with its
+  /// name, `<runner>/<op>`.
+  std::vector<std::pair<caf::actor_addr, std::string>> workers;
+};
 
 /// What the runner actor is started with.
 struct runner_config {
