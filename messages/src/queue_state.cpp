@@ -1,5 +1,7 @@
 #include "quern/queue_state.hpp"
 
+#include <sstream>
+
 #include "quern/error.hpp"
 #include "quern/state_bytes.hpp"
 
@@ -47,6 +49,14 @@ std::vector<element> read_batches(state_reader& r) {
 
 } // namespace
 
+std::string generator_state::text() const {
+  if (!engine_)
+    return text_;
+  std::ostringstream os;
+  os << *engine_;
+  return os.str();
+}
+
 int64_t queue_state::stored_rows() const {
   return rows_of(stored);
 }
@@ -60,7 +70,7 @@ std::string encode_queue_state(const queue_state& s) {
   w.write_u8(queue_state_version)
       .write_u8(s.closed ? 1 : 0)
       .write_u8(s.close_waiting ? 1 : 0)
-      .write_string(s.generator);
+      .write_string(s.generator.text());
   write_batches(w, s.stored);
   write_batches(w, s.waiting);
   return w.take();
@@ -83,7 +93,7 @@ queue_state decode_queue_state(std::string_view bytes, const std::string& what) 
   };
   s.closed = flag("closed");
   s.close_waiting = flag("close_waiting");
-  s.generator = r.read_string();
+  s.generator = generator_state{r.read_string()};
   s.stored = read_batches(r);
   s.waiting = read_batches(r);
   r.expect_end();

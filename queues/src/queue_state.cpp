@@ -131,7 +131,7 @@ queue_state queue_core::snapshot() const {
     }
     append_batches(a.rows, s.waiting);
   }
-  s.generator = storage_->generator_state();
+  s.generator = storage_->generator();
   return s;
 }
 
@@ -144,7 +144,7 @@ void queue_core::restore(queue_state s) {
   // Everything is checked before anything is taken.
   auto stored = as_rows(spec_, s.stored, "stored rows");
   auto waiting = as_rows(spec_, s.waiting, "rows waiting for room");
-  if (!s.generator.empty() && storage_->generator_state().empty())
+  if (!s.generator.empty() && storage_->generator().empty())
     throw invalid_argument_error("the checkpoint of queue '" + spec_.resource_name +
                                  "' holds a random generator, which a " + kind_.name() +
                                  " does not have");

@@ -317,7 +317,7 @@ void write_seeds(const std::string& dir) {
   qs.stored = {batch};
   qs.waiting = {batch};
   qs.close_waiting = true;
-  qs.generator = "1 2 3";
+  qs.generator = quern::generator_state{"1 2 3"};
   write_seed(dir, 25, "queue_state", qs);
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <sstream>
 #include <type_traits>
 
 #include <caf/actor_system.hpp>
@@ -14,6 +16,7 @@
 #include "quern/error.hpp"
 #include "quern/messages.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_state.hpp"
 #include "quern/queue_stats.hpp"
 #include "quern/summary.hpp"
 #include "quern/telemetry.hpp"
@@ -329,4 +332,18 @@ TEST_CASE("TL-10 a checkpoint member's telemetry round-trips to the chief",
   REQUIRE(m2.queues.size() == 1);
   CHECK(m2.queues[0].node == "node-b");
   CHECK(m2.queues[0].actor == 42);
+}
+
+TEST_CASE("a queue_state's generator crosses processes as its text", "[RS-1]") {
+  std::mt19937_64 engine{42};
+  engine.discard(5);
+  std::ostringstream text;
+  text << engine;
+  queue_state s;
+  s.generator = generator_state{engine};
+  CHECK(s.generator.text() == text.str());
+  auto back = round_trip(s);
+  CHECK(back.generator.engine() == nullptr);
+  CHECK(back.generator.text() == text.str());
+  CHECK(round_trip(queue_state{}).generator.empty());
 }

@@ -12,6 +12,7 @@
 
 #include "quern/element.hpp"
 #include "quern/queue_spec.hpp"
+#include "quern/queue_state.hpp"
 
 #include "../rows.hpp"
 
@@ -38,11 +39,11 @@ public:
   /// The rows stored, in the storage's own order: pushed back in this order
   /// into an empty storage of the kind, they rebuild the same storage.
   virtual row_list copy_rows() const = 0;
-  /// The kind's random generator as text (empty: the kind has none).
-  virtual std::string generator_state() const { return {}; }
-  /// Sets the generator from generator_state()'s text; throws
-  /// data_loss_error when the text is not one.
-  virtual void restore_generator(const std::string&) {}
+  /// The kind's random generator (empty: the kind has none).
+  virtual generator_state generator() const { return {}; }
+  /// Sets the generator from generator()'s state; throws data_loss_error
+  /// when its text is not one.
+  virtual void restore_generator(const generator_state&) {}
 };
 
 /// One queue kind: its names, the checks of its options and elements, its

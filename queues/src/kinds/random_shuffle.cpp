@@ -89,13 +89,13 @@ public:
       out.push_back(e);
     return out;
   }
-  std::string generator_state() const override {
-    std::ostringstream os;
-    os << rng_;
-    return os.str();
-  }
-  void restore_generator(const std::string& text) override {
-    std::istringstream is{text};
+  generator_state generator() const override { return generator_state{rng_}; }
+  void restore_generator(const generator_state& g) override {
+    if (auto* engine = g.engine()) {
+      rng_ = *engine;
+      return;
+    }
+    std::istringstream is{g.text()};
     std::mt19937_64 rng;
     is >> rng;
     if (!is)
