@@ -20,10 +20,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -34,7 +37,9 @@
 
 #include "../examples/reading/csv_data.hpp"
 #include "quern/blocking_queue.hpp"
+#include "quern/checkpoint_file.hpp"
 #include "quern/coordinator.hpp"
+#include "quern/detail/task_threads.hpp"
 #include "quern/input/batching.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/producers.hpp"
@@ -193,6 +198,9 @@ struct pipeline_args {
   int sync_every = 1;
   /// With checkpoint_every: snapshots only (pipeline::snapshot, no file).
   bool snapshots_only = false;
+  /// With checkpoint_every: files only (one snapshot's file written again
+  /// every N batches, no further snapshot; files_alone).
+  bool files_only = false;
   /// pipeline_options::telemetry (docs/input.md, "Where the pipeline waits").
   bool telemetry = true;
 };
@@ -272,6 +280,54 @@ example_source synthetic_source(queue_actor filenames, caf::actor_system& sys,
   }};
 }
 
+/// --alone files: what a checkpoint's file costs without its snapshot. The
+/// first call takes one snapshot; each call writes its file again under the
+/// call's step, as pipeline::checkpoint writes one (encoded and written in a
+/// background thread of the same kind, synced as sync_every says, the one
+/// before waited for first), but takes no snapshot.
+class files_alone {
+public:
+  files_alone(std::string dir, int sync_every)
+      : dir_(std::move(dir)), sync_every_(sync_every) {}
+
+  std::string write(pipeline& pipe, int64_t step) {
+    wait();
+    if (!held_)
+      held_ = std::make_shared<const pipeline_snapshot>(pipe.snapshot(step));
+    checkpoint_write_options wo;
+    wo.keep_last = pipeline_options{}.keep_checkpoints;
+    wo.sync = written_++ % sync_every_ == 0;
+    if (!wo.sync)
+      wo.keep_also = last_synced_;
+    pending_ = writes_.submit(
+        std::packaged_task<std::string()>{[dir = dir_, wo, held = held_, step]() {
+          auto c = pipeline::to_checkpoint(*held);
+          c.step = step;
+          return write_checkpoint(dir, c, wo);
+        }});
+    pending_synced_ = wo.sync;
+    return checkpoint_path(dir_, step);
+  }
+
+  void wait() {
+    if (!pending_.valid())
+      return;
+    auto path = pending_.get();
+    if (pending_synced_)
+      last_synced_ = path;
+  }
+
+private:
+  std::string dir_;
+  int sync_every_;
+  int64_t written_ = 0;
+  std::string last_synced_;
+  bool pending_synced_ = false;
+  std::shared_ptr<const pipeline_snapshot> held_;
+  std::future<std::string> pending_;
+  detail::task_threads<std::string> writes_{"quern.ckpt", 1, true};
+};
+
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,
                        const pipeline_args& a, double& checksum, cpu_split& cpu,
                        checkpoint_costs* costs = nullptr) {
@@ -304,6 +360,9 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
                   : shuffle_batch_join(pipe, std::move(sources), bo);
   coordinator coord{sys};
   auto threads = pipe.start_queue_runners(coord);
+  std::optional<files_alone> files_written;
+  if (a.files_only)
+    files_written.emplace(a.checkpoint_dir, a.sync_every);
   bool per_call = a.consume == "per-call";
   bool any_size = a.consume == "any-size";
   auto in = pipe.make_consumer(b.queue);
@@ -329,6 +388,8 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
         auto c0 = clock_type::now();
         if (a.snapshots_only)
           pipe.snapshot(batches);
+        else if (files_written)
+          costs->last = files_written->write(pipe, batches);
         else
           costs->last = pipe.checkpoint(batches); // written in the background
         auto took = seconds_since(c0);
@@ -349,6 +410,8 @@ int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& f
   }
   if (costs && costs->count > 0 && !a.snapshots_only) {
     pipe.wait_checkpoint();
+    if (files_written)
+      files_written->wait();
     costs->bytes = std::filesystem::file_size(costs->last);
   }
   cpu = cpu_between(cpu_before, threads_cpu()); // while the readers still live
@@ -411,7 +474,10 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
                       pipeline_args a, int rounds, int64_t rows, double sum_want) {
   int rc = 0;
   constexpr int kinds = 4;
-  const char* const names[kinds] = {"without", "with", "snapshots", "without again"};
+  const bool files_alone_kind = a.files_only;
+  a.files_only = false;
+  const char* const names[kinds] = {
+      "without", "with", files_alone_kind ? "files" : "snapshots", "without again"};
   std::vector<double> rate[kinds], ratio[kinds], after_us[kinds], rest_us[kinds];
   std::vector<double> longest, mean, writer_cpu;
   cpu_per_example cpu_ns[2]; // without, with
@@ -427,7 +493,8 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
       int kind = order[round % kinds][k];
       bool with = kind == 1 || kind == 2;
       a.checkpoint_every = with ? every : 0;
-      a.snapshots_only = kind == 2;
+      a.snapshots_only = kind == 2 && !files_alone_kind;
+      a.files_only = kind == 2 && files_alone_kind;
       double sum = 0;
       cpu_split cpu;
       checkpoint_costs costs;
@@ -480,6 +547,9 @@ int checkpoint_rounds(caf::actor_system& sys, const std::vector<std::string>& fi
   for (int kind = 1; kind < kinds; ++kind)
     std::cout << "  " << names[kind]
               << (kind == 1 ? ", a checkpoint every " + std::to_string(every) + " batches"
+                  : kind == 2 && files_alone_kind
+                      ? ", the file of one snapshot written again every " +
+                            std::to_string(every) + " batches, no other snapshot"
                   : kind == 2 ? ", a snapshot and no file every " +
                                     std::to_string(every) + " batches"
                               : " (how far two runs differ when nothing does)")
@@ -552,6 +622,7 @@ int main(int argc, char** argv) {
   bool synthetic = false;
   bool pipeline_only = false;
   std::string data_dir;
+  std::string alone = "snapshots";
   pipeline_args a;
   // One reader more than there are cores: the queue actor and the consumer
   // sleep between their short turns, and each turn takes a core from a
@@ -604,6 +675,10 @@ int main(int argc, char** argv) {
       "measure pipeline checkpoints: the pipeline (consumed as --consume says) without "
       "checkpoints and with one every N batches, and the checkpoint of a 10,000-row "
       "shuffle buffer")(
+      "alone", po::value<std::string>(&alone)->default_value(alone),
+      "with --checkpoint-every: what the third run does every N batches: snapshots (a "
+      "snapshot, no file) or files (the file of one snapshot written again, no other "
+      "snapshot), to tell the checkpoint's two costs apart")(
       "checkpoint-sync-every", po::value<int>(&a.sync_every)->default_value(1),
       "with --checkpoint-every: pipeline_options::sync_checkpoints_every (1: every "
       "checkpoint file synced to disk)")(
@@ -628,6 +703,12 @@ int main(int argc, char** argv) {
                  "any-size\n";
     return 2;
   }
+  if (alone != "snapshots" && alone != "files") {
+    std::cerr << "bench_reading_pipeline: --alone must be snapshots or files, not '"
+              << alone << "'\n";
+    return 2;
+  }
+  a.files_only = alone == "files";
   std::string dir = "/tmp/quern_bench_reading_XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) {
     std::cerr << "bench_reading_pipeline: cannot create a directory in /tmp\n";
