@@ -20,7 +20,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -37,9 +36,8 @@
 
 #include "../examples/reading/csv_data.hpp"
 #include "quern/blocking_queue.hpp"
-#include "quern/checkpoint_file.hpp"
 #include "quern/coordinator.hpp"
-#include "quern/detail/task_threads.hpp"
+#include "quern/detail/checkpoint_writer.hpp"
 #include "quern/input/batching.hpp"
 #include "quern/input/decode_csv.hpp"
 #include "quern/input/producers.hpp"
@@ -281,51 +279,29 @@ example_source synthetic_source(queue_actor filenames, caf::actor_system& sys,
 }
 
 /// --alone files: what a checkpoint's file costs without its snapshot. The
-/// first call takes one snapshot; each call writes its file again under the
-/// call's step, as pipeline::checkpoint writes one (encoded and written in a
-/// background thread of the same kind, synced as sync_every says, the one
-/// before waited for first), but takes no snapshot.
+/// first call takes one snapshot; each call writes its file again as the
+/// call's step, through the writer pipeline::checkpoint writes with (in the
+/// background, synced as sync_every says, the file before waited for first),
+/// but takes no snapshot.
 class files_alone {
 public:
   files_alone(std::string dir, int sync_every)
-      : dir_(std::move(dir)), sync_every_(sync_every) {}
+      : settings_{std::move(dir), pipeline_options{}.keep_checkpoints, sync_every, true} {
+  }
 
   std::string write(pipeline& pipe, int64_t step) {
-    wait();
+    files_.wait();
     if (!held_)
       held_ = std::make_shared<const pipeline_snapshot>(pipe.snapshot(step));
-    checkpoint_write_options wo;
-    wo.keep_last = pipeline_options{}.keep_checkpoints;
-    wo.sync = written_++ % sync_every_ == 0;
-    if (!wo.sync)
-      wo.keep_also = last_synced_;
-    pending_ = writes_.submit(
-        std::packaged_task<std::string()>{[dir = dir_, wo, held = held_, step]() {
-          auto c = pipeline::to_checkpoint(*held);
-          c.step = step;
-          return write_checkpoint(dir, c, wo);
-        }});
-    pending_synced_ = wo.sync;
-    return checkpoint_path(dir_, step);
+    return files_.write(settings_, step,
+                        [held = held_] { return pipeline::to_checkpoint(*held); });
   }
-
-  void wait() {
-    if (!pending_.valid())
-      return;
-    auto path = pending_.get();
-    if (pending_synced_)
-      last_synced_ = path;
-  }
+  void wait() { files_.wait(); }
 
 private:
-  std::string dir_;
-  int sync_every_;
-  int64_t written_ = 0;
-  std::string last_synced_;
-  bool pending_synced_ = false;
+  detail::checkpoint_writer::settings settings_;
   std::shared_ptr<const pipeline_snapshot> held_;
-  std::future<std::string> pending_;
-  detail::task_threads<std::string> writes_{"quern.ckpt", 1, true};
+  detail::checkpoint_writer files_;
 };
 
 int64_t quern_pipeline(caf::actor_system& sys, const std::vector<std::string>& files,

@@ -181,7 +181,7 @@ pipeline::~pipeline() {
   try {
     wait_checkpoint();
   } catch (const std::exception& e) {
-    std::cerr << "quern: warning: checkpoint '" << state_->writing_path
+    std::cerr << "quern: warning: checkpoint '" << state_->checkpoint_files.last_path()
               << "' was not written: " << e.what() << '\n';
   }
   // Restored batches that no batch reader took were never handed out.

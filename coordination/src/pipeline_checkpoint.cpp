@@ -220,15 +220,6 @@ snapshot_queues(caf::actor_system& sys,
   return snapshot_queues(self, queues);
 }
 
-void wait_written(consumer::state& st) {
-  if (!st.writing.valid())
-    return;
-  auto writing = std::move(st.writing);
-  auto written = writing.get();
-  if (st.writing_synced)
-    st.last_synced = written;
-}
-
 std::string listed(const std::vector<std::string>& entries) {
   std::string out;
   for (auto& e : entries)
@@ -333,7 +324,7 @@ void pipeline::restore(const pipeline_snapshot& s) {
 
 void pipeline::wait_checkpoint() {
   std::lock_guard<std::mutex> turn{state_->checkpoint_mtx};
-  wait_written(*state_);
+  state_->checkpoint_files.wait();
 }
 
 std::optional<std::string> pipeline::restore_latest() {

@@ -76,9 +76,6 @@ snapshot_queues(caf::actor_system& sys, const std::map<std::string, queue_actor>
 /// throws unavailable_error (or the coordinator's error) naming why not.
 std::vector<registration> members_of(caf::actor_system& sys,
                                      const coordinator_actor& coord, caf::timespan limit);
-/// Waits until the checkpoint file being written is on disk and throws its
-/// write's error; the caller holds st.checkpoint_mtx.
-void wait_written(consumer::state& st);
 /// `a, b`: entries as they are, e.g. pause_all's late workers, each named
 /// in quotes already, with the worker's reason when it gave one.
 std::string listed(const std::vector<std::string>& entries);

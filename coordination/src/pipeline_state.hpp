@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -19,7 +18,7 @@
 #include "quern/coordination.hpp"
 #include "quern/pipeline.hpp"
 
-#include "quern/detail/task_threads.hpp"
+#include "quern/detail/checkpoint_writer.hpp"
 
 #include "runner/worker_meter.hpp"
 
@@ -89,22 +88,10 @@ struct consumer::state {
   /// options().restore was acted on (by the first start_queue_runners).
   bool restore_tried = false;
   /// checkpoint() and wait_checkpoint() take turns under it: threads may
-  /// share a pipeline. It guards the fields below up to last_synced.
+  /// share a pipeline. It guards checkpoint_files.
   std::mutex checkpoint_mtx;
-  /// The checkpoint file being written in the background (checkpoint()):
-  /// the path written, its path, and whether it is synced.
-  std::future<std::string> writing;
-  std::string writing_path;
-  bool writing_synced = false;
-  /// Checkpoint files written (sync_checkpoints_every counts them), and the
-  /// newest one synced, kept until a newer one is synced (CK-6).
-  int64_t checkpoints_written = 0;
-  std::string last_synced;
-  /// Where checkpoint() writes its files in the background, one after
-  /// another: a thread started for each file cost the pipeline more than the
-  /// file. In the background: woken, it does not preempt the consumer that
-  /// took the checkpoint. Its tasks hold nothing of this state.
-  detail::task_threads<std::string> writes{"quern.ckpt", 1, true};
+  /// Where checkpoint() writes its files, one after another.
+  detail::checkpoint_writer checkpoint_files;
   /// The consumers' meters (make_consumer, with opts.telemetry), and what
   /// every meter read at the previous telemetry() (its span starts there).
   std::vector<std::shared_ptr<detail::consumer_meter>> consumer_meters;

@@ -124,33 +124,14 @@ std::string pipeline::checkpoint(int64_t step) {
   // One checkpoint at a time, whatever the threads, and one file: the one
   // before is on disk (or its error thrown) before this one is taken.
   std::lock_guard<std::mutex> turn{state_->checkpoint_mtx};
-  wait_written(*state_);
+  state_->checkpoint_files.wait();
   auto s = snapshot(step);
-  auto path = checkpoint_path(opts_.checkpoint_dir, step);
-  checkpoint_write_options wo;
-  wo.keep_last = opts_.keep_checkpoints;
-  wo.sync = state_->checkpoints_written++ % opts_.sync_checkpoints_every == 0;
-  if (!wo.sync)
-    wo.keep_also = state_->last_synced;
-  auto dir = opts_.checkpoint_dir;
-  if (!opts_.write_checkpoints_in_background) {
-    auto written = write_checkpoint(dir, to_checkpoint(s), wo);
-    if (wo.sync)
-      state_->last_synced = written;
-    return path;
-  }
-  // The rows are copies of immutable buffers: the file is encoded and
-  // written while the consumer and the runners go on. A write ends before
-  // the next is taken (wait_written), under the turn.
-  state_->writing_path = path;
-  state_->writing_synced = wo.sync;
-  state_->writing = state_->writes.submit(
-      std::packaged_task<std::string()>{[dir, wo, s = std::move(s)]() mutable {
-        auto c = to_checkpoint(s);
-        s = {}; // the snapshot's rows go before the file is written
-        return write_checkpoint(dir, c, wo);
-      }});
-  return path;
+  // The rows are copies of immutable buffers: in the background the file is
+  // encoded and written while the consumer and the runners go on.
+  return state_->checkpoint_files.write(
+      {opts_.checkpoint_dir, opts_.keep_checkpoints, opts_.sync_checkpoints_every,
+       opts_.write_checkpoints_in_background},
+      step, [s = std::move(s)] { return to_checkpoint(s); });
 }
 
 } // namespace quern
